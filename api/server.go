@@ -1,0 +1,335 @@
+// Package api is the HTTP edge of seckill (the gateway): JSON under /v1,
+// described by openapi.yaml in this folder. It authenticates every caller,
+// authorizes every read to its owner, and maps business outcomes to stable
+// error codes. No panic reaches a client.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/auth"
+	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/internal/sale"
+)
+
+// Reserver is the admission the API calls (internal/reservation.Reserver).
+type Reserver interface {
+	Reserve(ctx context.Context, userID, activityID, skuID int64, requestID uuid.UUID) (reservation.Result, error)
+}
+
+// StatusReader reads a caller's reservation.
+type StatusReader interface {
+	Get(ctx context.Context, userID, activityID, skuID int64, rid uuid.UUID) (reservation.View, error)
+}
+
+// Deps are the API's collaborators.
+type Deps struct {
+	Auth     *auth.Authenticator
+	Reserver Reserver
+	Status   StatusReader
+	Pool     *pgxpool.Pool // admin sale set-up
+	Redis    redis.Cmdable // admin sale set-up
+	Metrics  http.Handler  // served on /metrics; may be nil
+	Log      *slog.Logger
+}
+
+// Body limits: a reserve request carries at most a request_id.
+const (
+	maxReserveBody = 1 << 10
+	maxAdminBody   = 1 << 20
+)
+
+// NewRouter builds the HTTP handler.
+func NewRouter(d Deps) http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, recoverer(d.Log))
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	if d.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", d.Metrics)
+	}
+	h := &handlers{d: d}
+	r.Route("/v1", func(r chi.Router) {
+		r.Group(func(r chi.Router) {
+			r.Use(h.requireUser)
+			r.Post("/activities/{activity_id}/skus/{sku_id}/reservations", h.reserve)
+			r.Get("/activities/{activity_id}/skus/{sku_id}/reservations/{reservation_id}", h.getReservation)
+		})
+		r.Group(func(r chi.Router) {
+			r.Use(h.requireAdmin)
+			r.Post("/admin/activities", h.setupSale)
+		})
+	})
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, apiError{Code: "NOT_FOUND", Message: "no such endpoint"})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, apiError{Code: "METHOD_NOT_ALLOWED", Message: "method not allowed on this endpoint"})
+	})
+	return r
+}
+
+type handlers struct{ d Deps }
+
+type ctxKey struct{}
+
+// apiError is the body of every error answer.
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, e apiError) { writeJSON(w, status, e) }
+
+func invalid(w http.ResponseWriter, field, msg string) {
+	writeError(w, http.StatusBadRequest, apiError{Code: "INVALID_ARGUMENT", Field: field, Message: msg})
+}
+
+func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				if v := recover(); v != nil {
+					if v == http.ErrAbortHandler {
+						panic(v)
+					}
+					log.Error("api.panic", "panic", fmt.Sprint(v), "path", r.URL.Path, "request", middleware.GetReqID(r.Context()))
+					writeError(w, http.StatusInternalServerError, apiError{Code: "INTERNAL", Message: "internal error"})
+				}
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+func (h *handlers) requireUser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		uid, err := h.d.Auth.User(bearer(r))
+		if err != nil {
+			h.d.Log.Info("api.unauthenticated", "path", r.URL.Path, "error", err)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="seckill"`)
+			writeError(w, http.StatusUnauthorized, apiError{Code: "UNAUTHENTICATED", Message: "a valid bearer token is required"})
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, uid)))
+	})
+}
+
+func (h *handlers) requireAdmin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.d.Auth.Admin(bearer(r)) {
+			h.d.Log.Warn("api.admin_denied", "path", r.URL.Path)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="seckill-admin"`)
+			writeError(w, http.StatusUnauthorized, apiError{Code: "UNAUTHENTICATED", Message: "the admin credential is required"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func userOf(r *http.Request) int64 { return r.Context().Value(ctxKey{}).(int64) }
+
+// pathID parses a positive integer path parameter.
+func pathID(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
+	v, err := strconv.ParseInt(chi.URLParam(r, name), 10, 64)
+	if err != nil || v <= 0 {
+		invalid(w, name, "must be a positive integer")
+		return 0, false
+	}
+	return v, true
+}
+
+type reserveBody struct {
+	RequestID string `json:"request_id"`
+}
+
+// reserve admits one request. The request_id comes from the Idempotency-Key
+// header or the body's request_id (if both, they must agree).
+func (h *handlers) reserve(w http.ResponseWriter, r *http.Request) {
+	activityID, ok := pathID(w, r, "activity_id")
+	if !ok {
+		return
+	}
+	skuID, ok := pathID(w, r, "sku_id")
+	if !ok {
+		return
+	}
+	var body reserveBody
+	if err := decodeOptional(w, r, maxReserveBody, &body); err != nil {
+		invalid(w, "body", err.Error())
+		return
+	}
+	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	switch {
+	case key == "" && body.RequestID == "":
+		invalid(w, "Idempotency-Key", "required: a UUID naming this request; reuse it when retrying")
+		return
+	case key != "" && body.RequestID != "" && key != body.RequestID:
+		invalid(w, "request_id", "differs from the Idempotency-Key header")
+		return
+	case key == "":
+		key = body.RequestID
+	}
+	field := "Idempotency-Key"
+	if r.Header.Get("Idempotency-Key") == "" {
+		field = "request_id"
+	}
+	requestID, err := uuid.Parse(key)
+	if err != nil || len(key) != 36 || requestID == uuid.Nil {
+		invalid(w, field, "must be a UUID in its 36-character form, not the nil UUID")
+		return
+	}
+	res, err := h.d.Reserver.Reserve(r.Context(), userOf(r), activityID, skuID, requestID)
+	if err != nil {
+		h.d.Log.Error("api.reserve_failed", "activity_id", activityID, "sku_id", skuID, "request_id", requestID, "error", err)
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "UNAVAILABLE",
+			Message: "the reservation could not be confirmed; retry with the same Idempotency-Key"})
+		return
+	}
+	switch res.Code {
+	case reservation.Queued:
+		writeJSON(w, http.StatusAccepted, map[string]any{
+			"code":           "QUEUED",
+			"reservation_id": res.ReservationID,
+			"message":        "accepted; the order is being created",
+			"status_url":     fmt.Sprintf("/v1/activities/%d/skus/%d/reservations/%s", activityID, skuID, res.ReservationID),
+		})
+	case reservation.SoldOut:
+		writeError(w, http.StatusConflict, apiError{Code: string(res.Code), Message: "sold out"})
+	case reservation.AlreadyReserved:
+		writeJSON(w, http.StatusConflict, map[string]any{"code": string(res.Code),
+			"message": "you already hold a reservation for this item", "reservation_id": res.ReservationID})
+	case reservation.NotStarted:
+		writeError(w, http.StatusForbidden, apiError{Code: string(res.Code), Message: "the sale has not started"})
+	case reservation.Ended:
+		writeError(w, http.StatusForbidden, apiError{Code: string(res.Code), Message: "the sale has ended"})
+	case reservation.UnknownSale:
+		writeError(w, http.StatusNotFound, apiError{Code: string(res.Code), Message: "no such activity or sku on sale"})
+	default:
+		h.d.Log.Error("api.unknown_reserve_code", "code", res.Code)
+		writeError(w, http.StatusInternalServerError, apiError{Code: "INTERNAL", Message: "internal error"})
+	}
+}
+
+func (h *handlers) getReservation(w http.ResponseWriter, r *http.Request) {
+	activityID, ok := pathID(w, r, "activity_id")
+	if !ok {
+		return
+	}
+	skuID, ok := pathID(w, r, "sku_id")
+	if !ok {
+		return
+	}
+	rid, err := uuid.Parse(chi.URLParam(r, "reservation_id"))
+	if err != nil {
+		invalid(w, "reservation_id", "must be a UUID")
+		return
+	}
+	v, err := h.d.Status.Get(r.Context(), userOf(r), activityID, skuID, rid)
+	switch {
+	case errors.Is(err, reservation.ErrNotFound):
+		writeError(w, http.StatusNotFound, apiError{Code: "NOT_FOUND", Message: "no such reservation"})
+	case err != nil:
+		h.d.Log.Error("api.status_failed", "reservation_id", rid, "error", err)
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "UNAVAILABLE", Message: "status temporarily unavailable; retry"})
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+func (h *handlers) setupSale(w http.ResponseWriter, r *http.Request) {
+	var a sale.Activity
+	if err := decodeRequired(w, r, maxAdminBody, &a); err != nil {
+		invalid(w, "body", err.Error())
+		return
+	}
+	res, err := sale.Setup(r.Context(), h.d.Pool, h.d.Redis, a)
+	var fe *sale.FieldError
+	switch {
+	case errors.As(err, &fe):
+		invalid(w, fe.Field, fe.Reason)
+	case errors.Is(err, sale.ErrRedisNeedsRebuild):
+		writeError(w, http.StatusConflict, apiError{Code: "REDIS_NEEDS_REBUILD", Message: err.Error()})
+	case err != nil:
+		h.d.Log.Error("api.sale_setup_failed", "activity_id", a.ActivityID, "error", err)
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: "UNAVAILABLE", Message: "sale set-up failed; it is safe to retry"})
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"activity_id": a.ActivityID, "skus": res})
+	}
+}
+
+// decodeOptional decodes a JSON object body if there is one.
+func decodeOptional(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		return fmt.Errorf("larger than %d bytes", limit)
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil
+	}
+	return strictJSON(body, v)
+}
+
+func decodeRequired(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		return fmt.Errorf("larger than %d bytes", limit)
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return errors.New("a JSON object is required")
+	}
+	return strictJSON(body, v)
+}
+
+func strictJSON(body []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("field %s: wrong type, want %s", te.Field, te.Type)
+		}
+		return fmt.Errorf("not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
+}
+
+// Server is the API's HTTP server with sane timeouts.
+func Server(addr string, h http.Handler) *http.Server {
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 15 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 16 << 10}
+}

@@ -1,0 +1,195 @@
+// Package config holds the one configuration struct of every seckill process:
+// defaults, environment overrides and validation. An error always names the
+// environment variable at fault.
+package config
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is the whole configuration. Every field is read from the environment
+// variable in its `env` tag; `envDefault` is the value used on a developer
+// machine with the project's stack (scripts/stack.sh) running.
+type Config struct {
+	PostgresDSN string `env:"SECKILL_PG_DSN" envDefault:"postgres://seckill:seckill@127.0.0.1:55432/seckill?sslmode=disable"`
+	PGMaxConns  int32  `env:"SECKILL_PG_MAX_CONNS" envDefault:"16"`
+
+	RedisAddr     string `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:56379"`
+	RedisPoolSize int    `env:"SECKILL_REDIS_POOL_SIZE" envDefault:"64"`
+
+	RocketMQNameServers []string `env:"SECKILL_ROCKETMQ_NAMESRV" envDefault:"127.0.0.1:9876" envSeparator:","`
+	// TopicOrderCreate carries ORDER_CREATE_REQUESTED from the gateway to the saga starter.
+	TopicOrderCreate string `env:"SECKILL_TOPIC_ORDER_CREATE" envDefault:"seckill_order_create"`
+	// TopicEvents carries the outbox events (ORDER_CREATED, ORDER_PAID, ...).
+	TopicEvents   string        `env:"SECKILL_TOPIC_EVENTS" envDefault:"seckill_order_events"`
+	MQSendTimeout time.Duration `env:"SECKILL_MQ_SEND_TIMEOUT" envDefault:"3s"`
+
+	TemporalAddress   string `env:"SECKILL_TEMPORAL_ADDR" envDefault:"127.0.0.1:7233"`
+	TemporalNamespace string `env:"SECKILL_TEMPORAL_NAMESPACE" envDefault:"default"`
+	TemporalTaskQueue string `env:"SECKILL_TEMPORAL_TASK_QUEUE" envDefault:"seckill-saga"`
+	// TemporalUI is where people find stuck sagas; printed by the demo.
+	TemporalUI string `env:"SECKILL_TEMPORAL_UI" envDefault:"http://127.0.0.1:8233"`
+
+	HTTPAddr    string `env:"SECKILL_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	MetricsAddr string `env:"SECKILL_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
+
+	// IDSecrets are the HMAC keys for stable business IDs, as "version:hexkey"
+	// pairs; IDKeyVersion selects the one used for new reservations. Old
+	// versions stay so that a retry of an old request derives the same IDs.
+	IDSecrets    []string `env:"SECKILL_ID_SECRETS" envDefault:"1:6465762d6f6e6c792d69642d7365637265742d6368616e67652d6d652d313233" envSeparator:","`
+	IDKeyVersion int      `env:"SECKILL_ID_KEY_VERSION" envDefault:"1"`
+	// AuthSecret signs user bearer tokens (hex, at least 32 bytes).
+	AuthSecret string `env:"SECKILL_AUTH_SECRET" envDefault:"6465762d6f6e6c792d617574682d7365637265742d6368616e67652d6d652d31" `
+	// AdminToken guards the admin endpoints (sale set-up, reconcile, repair).
+	AdminToken string `env:"SECKILL_ADMIN_TOKEN" envDefault:"dev-admin-token-change-me"`
+
+	// SendDueDelay is how long after a reservation the send-due scanner may
+	// re-send it if the gateway has not confirmed its own send.
+	SendDueDelay time.Duration `env:"SECKILL_SEND_DUE_DELAY" envDefault:"3s"`
+	// SendLease is how long a scanner owns a claimed send_due item.
+	SendLease time.Duration `env:"SECKILL_SEND_LEASE" envDefault:"10s"`
+	// SendMaxAttempts bounds re-sends; after it the reservation is marked
+	// mq_state=FAILED (visible, counted) and left for reconciliation.
+	SendMaxAttempts int `env:"SECKILL_SEND_MAX_ATTEMPTS" envDefault:"20"`
+	// ReservationTTL is garbage collection for Redis reservation keys: longer
+	// than every replay, payment and reconcile window (seed §8.2).
+	ReservationTTL time.Duration `env:"SECKILL_RESERVATION_TTL" envDefault:"168h"`
+	// SoldOutMemo is how long the gateway trusts a sold-out answer from Redis
+	// before asking again (compensation can return stock).
+	SoldOutMemo time.Duration `env:"SECKILL_SOLD_OUT_MEMO" envDefault:"500ms"`
+
+	// ConsumerConcurrency bounds the saga starter's RocketMQ consumer so a
+	// backlog cannot overrun Temporal or PostgreSQL (seed §11.3).
+	ConsumerConcurrency int `env:"SECKILL_CONSUMER_CONCURRENCY" envDefault:"16"`
+
+	LogLevel string `env:"SECKILL_LOG_LEVEL" envDefault:"info"`
+}
+
+// Load reads the environment over the defaults and validates the result.
+func Load() (Config, error) {
+	var c Config
+	if err := env.Parse(&c); err != nil {
+		return Config{}, nameVariables(err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// nameVariables rewrites the parser's errors, which name struct fields, to
+// name the environment variables a person actually sets.
+func nameVariables(err error) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return fmt.Errorf("config: %w", err)
+	}
+	typ := reflect.TypeOf(Config{})
+	msgs := make([]string, 0, len(agg.Errors))
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			if f, ok := typ.FieldByName(pe.Name); ok {
+				msgs = append(msgs, fmt.Sprintf("%s: cannot parse as %s: %v", f.Tag.Get("env"), pe.Type, pe.Err))
+				continue
+			}
+		}
+		msgs = append(msgs, e.Error())
+	}
+	return fmt.Errorf("config: %s", strings.Join(msgs, "; "))
+}
+
+// FieldError is a validation failure of one environment variable.
+type FieldError struct {
+	Var    string
+	Value  string
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("config: %s=%q: %s", e.Var, e.Value, e.Reason)
+}
+
+// Validate checks values that parse but make no sense.
+func (c Config) Validate() error {
+	positive := []struct {
+		name string
+		v    int64
+	}{
+		{"SECKILL_PG_MAX_CONNS", int64(c.PGMaxConns)},
+		{"SECKILL_REDIS_POOL_SIZE", int64(c.RedisPoolSize)},
+		{"SECKILL_SEND_MAX_ATTEMPTS", int64(c.SendMaxAttempts)},
+		{"SECKILL_CONSUMER_CONCURRENCY", int64(c.ConsumerConcurrency)},
+		{"SECKILL_MQ_SEND_TIMEOUT", int64(c.MQSendTimeout)},
+		{"SECKILL_SEND_DUE_DELAY", int64(c.SendDueDelay)},
+		{"SECKILL_SEND_LEASE", int64(c.SendLease)},
+		{"SECKILL_RESERVATION_TTL", int64(c.ReservationTTL)},
+	}
+	for _, p := range positive {
+		if p.v <= 0 {
+			return &FieldError{Var: p.name, Value: fmt.Sprint(p.v), Reason: "must be positive"}
+		}
+	}
+	nonEmpty := []struct{ name, v string }{
+		{"SECKILL_PG_DSN", c.PostgresDSN},
+		{"SECKILL_REDIS_ADDR", c.RedisAddr},
+		{"SECKILL_TEMPORAL_ADDR", c.TemporalAddress},
+		{"SECKILL_TEMPORAL_NAMESPACE", c.TemporalNamespace},
+		{"SECKILL_TEMPORAL_TASK_QUEUE", c.TemporalTaskQueue},
+		{"SECKILL_TOPIC_ORDER_CREATE", c.TopicOrderCreate},
+		{"SECKILL_TOPIC_EVENTS", c.TopicEvents},
+		{"SECKILL_ADMIN_TOKEN", c.AdminToken},
+	}
+	for _, p := range nonEmpty {
+		if strings.TrimSpace(p.v) == "" {
+			return &FieldError{Var: p.name, Reason: "must not be empty"}
+		}
+	}
+	if len(c.RocketMQNameServers) == 0 || strings.TrimSpace(c.RocketMQNameServers[0]) == "" {
+		return &FieldError{Var: "SECKILL_ROCKETMQ_NAMESRV", Reason: "must name at least one host:port"}
+	}
+	if _, err := c.IDKeys(); err != nil {
+		return err
+	}
+	if k, err := hex.DecodeString(c.AuthSecret); err != nil || len(k) < 32 {
+		return &FieldError{Var: "SECKILL_AUTH_SECRET", Value: "<redacted>", Reason: "must be hex of at least 32 bytes"}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return &FieldError{Var: "SECKILL_LOG_LEVEL", Value: c.LogLevel, Reason: "must be debug, info, warn or error"}
+	}
+	return nil
+}
+
+// IDKeys parses SECKILL_ID_SECRETS into version → key and checks that the
+// current SECKILL_ID_KEY_VERSION is among them.
+func (c Config) IDKeys() (map[int][]byte, error) {
+	keys := make(map[int][]byte, len(c.IDSecrets))
+	for _, pair := range c.IDSecrets {
+		ver, hexKey, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		var v int
+		if _, err := fmt.Sscanf(ver, "%d", &v); !ok || err != nil || v <= 0 {
+			return nil, &FieldError{Var: "SECKILL_ID_SECRETS", Value: "<redacted>", Reason: "each entry must be version:hexkey with a positive version"}
+		}
+		k, err := hex.DecodeString(hexKey)
+		if err != nil || len(k) < 32 {
+			return nil, &FieldError{Var: "SECKILL_ID_SECRETS", Value: "<redacted>", Reason: fmt.Sprintf("key version %d must be hex of at least 32 bytes", v)}
+		}
+		if _, dup := keys[v]; dup {
+			return nil, &FieldError{Var: "SECKILL_ID_SECRETS", Value: "<redacted>", Reason: fmt.Sprintf("key version %d appears twice", v)}
+		}
+		keys[v] = k
+	}
+	if _, ok := keys[c.IDKeyVersion]; !ok {
+		return nil, &FieldError{Var: "SECKILL_ID_KEY_VERSION", Value: fmt.Sprint(c.IDKeyVersion), Reason: "no such version in SECKILL_ID_SECRETS"}
+	}
+	return keys, nil
+}

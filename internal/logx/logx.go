@@ -1,0 +1,18 @@
+// Package logx builds the JSON slog logger every seckill process writes with.
+// Field names follow seed §12.1 (trace_id, request_id, reservation_id, ...);
+// they are log fields, never metric labels.
+package logx
+
+import (
+	"io"
+	"log/slog"
+)
+
+// New returns a JSON logger at level ("debug", "info", "warn", "error").
+func New(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}

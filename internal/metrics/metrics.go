@@ -1,0 +1,70 @@
+// Package metrics defines the Prometheus metrics of seckill (seed §12.2,
+// names adapted to Prometheus conventions). Labels are low-cardinality
+// outcomes only: IDs go to logs, never to labels.
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// NewRegistry returns a registry with the Go and process collectors.
+func NewRegistry() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
+
+// Handler serves reg on /metrics.
+func Handler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}
+
+// Reservation holds the gateway's and the send-due scanner's metrics.
+type Reservation struct {
+	Requests       *prometheus.CounterVec // seckill_reserve_requests_total{result}
+	Created        prometheus.Counter     // seckill_reservation_created_total
+	SoldOutMemo    prometheus.Counter     // seckill_reserve_sold_out_memo_total
+	SendTotal      *prometheus.CounterVec // seckill_reservation_send_total{source,result}
+	SendUnknown    prometheus.Counter     // seckill_reservation_send_unknown_total
+	Resend         prometheus.Counter     // seckill_reservation_resend_total
+	SendGaveUp     prometheus.Counter     // seckill_reservation_send_gave_up_total
+	SendPending    prometheus.Gauge       // seckill_reservation_send_pending
+	SendOldestAge  prometheus.Gauge       // seckill_reservation_send_oldest_age_seconds
+	SendAttempts   prometheus.Histogram   // seckill_reservation_send_attempts
+	ReserveLatency prometheus.Histogram   // seckill_reserve_duration_seconds
+}
+
+// NewReservation registers the reservation metrics on reg.
+func NewReservation(reg prometheus.Registerer) *Reservation {
+	f := promauto.With(reg)
+	return &Reservation{
+		Requests: f.NewCounterVec(prometheus.CounterOpts{Name: "seckill_reserve_requests_total",
+			Help: "Reservation requests by result code."}, []string{"result"}),
+		Created: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reservation_created_total",
+			Help: "Reservations admitted by Redis."}),
+		SoldOutMemo: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reserve_sold_out_memo_total",
+			Help: "Sold-out answers given from the gateway's in-memory memo without running the reserve script."}),
+		SendTotal: f.NewCounterVec(prometheus.CounterOpts{Name: "seckill_reservation_send_total",
+			Help: "Sends of ORDER_CREATE_REQUESTED by source (gateway, scanner) and result (published, unknown, failed)."},
+			[]string{"source", "result"}),
+		SendUnknown: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reservation_send_unknown_total",
+			Help: "Sends whose outcome is unknown (timeout); the scanner re-sends with the same message_id."}),
+		Resend: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reservation_resend_total",
+			Help: "Re-sends by the send-due scanner."}),
+		SendGaveUp: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reservation_send_gave_up_total",
+			Help: "Reservations whose send attempts ran out (mq_state=GAVE_UP, left to reconciliation)."}),
+		SendPending: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_reservation_send_pending",
+			Help: "Reservations in send_due (not confirmed sent), all SKUs."}),
+		SendOldestAge: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_reservation_send_oldest_age_seconds",
+			Help: "Age of the oldest due item in send_due."}),
+		SendAttempts: f.NewHistogram(prometheus.HistogramOpts{Name: "seckill_reservation_send_attempts",
+			Help: "Send attempts per reservation when it was confirmed sent.", Buckets: []float64{1, 2, 3, 5, 10, 20}}),
+		ReserveLatency: f.NewHistogram(prometheus.HistogramOpts{Name: "seckill_reserve_duration_seconds",
+			Help: "Gateway reserve latency (Redis script and immediate send).", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14)}),
+	}
+}

@@ -1,0 +1,277 @@
+// Package reservation is the gateway's hot path: atomic admission in Redis
+// (lua/reserve.lua), the immediate send of ORDER_CREATE_REQUESTED with its
+// fixed message_id, and the status a client reads back.
+package reservation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/lua"
+)
+
+// Publisher sends one message synchronously. Implementations must be safe
+// for concurrent use; a send whose outcome is unknown wraps mq.ErrSendUnknown.
+type Publisher interface {
+	Send(ctx context.Context, m mq.Message) (mq.SendResult, error)
+}
+
+var _ Publisher = (*mq.Producer)(nil)
+
+// Code is the outcome of a reserve request.
+type Code string
+
+// Outcomes of Reserve. Only Queued admits; it never means "order created".
+const (
+	Queued          Code = "QUEUED"
+	SoldOut         Code = "SOLD_OUT"
+	AlreadyReserved Code = "ALREADY_RESERVED"
+	NotStarted      Code = "SALE_NOT_STARTED"
+	Ended           Code = "SALE_ENDED"
+	UnknownSale     Code = "UNKNOWN_SALE"
+)
+
+// Result is what the gateway answers.
+type Result struct {
+	Code          Code
+	ReservationID uuid.UUID // set for Queued (new or repeated request) and AlreadyReserved
+	// Duplicate is true when this request_id was admitted before: the answer
+	// repeats the original one.
+	Duplicate bool
+	// Status is the reservation's current state for a duplicate (RESERVED, ORDER_CREATED, ...).
+	Status string
+}
+
+// Options of a Reserver.
+type Options struct {
+	Topic          string
+	SendTimeout    time.Duration
+	SendDueDelay   time.Duration // the scanner may re-send after this
+	RetryBackoff   time.Duration // after a failed/unknown gateway send
+	ReservationTTL time.Duration // garbage collection only
+	MaxAttempts    int
+	SoldOutMemo    time.Duration
+}
+
+// Reserver admits requests. It is safe for concurrent use.
+type Reserver struct {
+	rdb  redis.Cmdable
+	ids  *ids.Deriver
+	pub  Publisher
+	opt  Options
+	m    *metrics.Reservation
+	fp   *failpoint.Set
+	log  *slog.Logger
+	now  func() time.Time
+	memo sync.Map // lua.Keys → time.Time until which the SKU is known sold out
+}
+
+// NewReserver builds a Reserver; every dependency is required.
+func NewReserver(rdb redis.Cmdable, d *ids.Deriver, pub Publisher, opt Options, m *metrics.Reservation,
+	fp *failpoint.Set, log *slog.Logger) (*Reserver, error) {
+	if rdb == nil || d == nil || pub == nil || m == nil || log == nil {
+		return nil, errors.New("reservation: nil dependency")
+	}
+	if opt.Topic == "" || opt.SendTimeout <= 0 || opt.SendDueDelay <= 0 || opt.ReservationTTL <= 0 || opt.MaxAttempts <= 0 {
+		return nil, fmt.Errorf("reservation: incomplete options %+v", opt)
+	}
+	if opt.RetryBackoff <= 0 {
+		opt.RetryBackoff = time.Second
+	}
+	return &Reserver{rdb: rdb, ids: d, pub: pub, opt: opt, m: m, fp: fp, log: log, now: time.Now}, nil
+}
+
+// Reserve admits (activity, sku) for userID under the client's requestID.
+// A nil error with Code Queued means the reservation exists in Redis and its
+// message is sent or will be re-sent by the scanner. An error means the
+// outcome is unknown to the caller (e.g. Redis unreachable); retrying with
+// the same requestID is safe.
+func (r *Reserver) Reserve(ctx context.Context, userID, activityID, skuID int64, requestID uuid.UUID) (Result, error) {
+	start := r.now()
+	res, err := r.reserve(ctx, userID, activityID, skuID, requestID)
+	r.m.ReserveLatency.Observe(time.Since(start).Seconds())
+	switch {
+	case err != nil:
+		r.m.Requests.WithLabelValues("error").Inc()
+	case res.Duplicate:
+		r.m.Requests.WithLabelValues("DUPLICATE").Inc()
+	default:
+		r.m.Requests.WithLabelValues(string(res.Code)).Inc()
+	}
+	return res, err
+}
+
+func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64, requestID uuid.UUID) (Result, error) {
+	k := lua.Keys{ActivityID: activityID, SKUID: skuID}
+	now := r.now()
+	if until, ok := r.memo.Load(k); ok && now.Before(until.(time.Time)) {
+		// Known sold out: one GET keeps idempotency (a retry of an admitted
+		// request gets its original answer) without running the script.
+		prior, err := r.rdb.Get(ctx, k.Request(userID, requestID.String())).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			r.m.SoldOutMemo.Inc()
+			return Result{Code: SoldOut}, nil
+		case err != nil:
+			return Result{}, fmt.Errorf("read request map: %w", err)
+		}
+		rid, err := uuid.Parse(prior)
+		if err != nil {
+			return Result{}, fmt.Errorf("request map holds %q: %w", prior, err)
+		}
+		return Result{Code: Queued, ReservationID: rid, Duplicate: true, Status: "UNKNOWN"}, nil
+	}
+
+	id, err := r.ids.ForRequest(0, activityID, skuID, userID, requestID)
+	if err != nil {
+		return Result{}, err
+	}
+	nowMS := now.UnixMilli()
+	reply, err := lua.Reserve.Run(ctx, r.rdb,
+		[]string{k.Counter(), k.Meta(), k.Reservation(id.ReservationID.String()),
+			k.Request(userID, requestID.String()), k.User(userID), k.SendDue()},
+		id.ReservationID.String(), id.MessageID.String(), requestID.String(), userID, activityID, skuID,
+		nowMS, id.KeyVersion, ids.SchemaVersion, r.opt.ReservationTTL.Milliseconds(),
+		nowMS+r.opt.SendDueDelay.Milliseconds()).Slice()
+	if err != nil {
+		return Result{}, fmt.Errorf("reserve script: %w", err)
+	}
+	code, ridText, detail := reply[0].(int64), reply[1].(string), reply[2]
+	switch code {
+	case 1:
+		r.m.Created.Inc()
+		deadline := detail.(int64)
+		f := Fields{ReservationID: id.ReservationID, MessageID: id.MessageID, RequestID: requestID,
+			ActivityID: activityID, SKUID: skuID, UserID: userID, SchemaVersion: ids.SchemaVersion,
+			KeyVersion: id.KeyVersion, ReservedAtMS: nowMS, DeadlineMS: deadline}
+		if err := r.fp.Check(failpoint.AfterRedisReserve); err != nil {
+			return Result{}, err // as if the process died: the scanner must re-send
+		}
+		r.sendNow(ctx, k, f)
+		return Result{Code: Queued, ReservationID: id.ReservationID}, nil
+	case 2:
+		rid, err := uuid.Parse(ridText)
+		if err != nil {
+			return Result{}, fmt.Errorf("request map holds %q: %w", ridText, err)
+		}
+		return Result{Code: Queued, ReservationID: rid, Duplicate: true, Status: fmt.Sprint(detail)}, nil
+	case -1:
+		r.memo.Store(k, now.Add(r.opt.SoldOutMemo))
+		return Result{Code: SoldOut}, nil
+	case -2:
+		return r.alreadyReserved(ctx, k, ridText, requestID)
+	case -3:
+		return Result{Code: NotStarted}, nil
+	case -4:
+		return Result{Code: Ended}, nil
+	case -5:
+		return Result{Code: UnknownSale}, nil
+	}
+	return Result{}, fmt.Errorf("reserve script returned unknown code %d", code)
+}
+
+// alreadyReserved tells a second reservation by the same user apart from the
+// same request derived under an older ID key version.
+func (r *Reserver) alreadyReserved(ctx context.Context, k lua.Keys, holder string, requestID uuid.UUID) (Result, error) {
+	rid, err := uuid.Parse(holder)
+	if err != nil {
+		return Result{}, fmt.Errorf("user guard holds %q: %w", holder, err)
+	}
+	h, err := r.rdb.HMGet(ctx, k.Reservation(holder), "request_id", "status").Result()
+	if err != nil {
+		return Result{}, fmt.Errorf("read holder reservation: %w", err)
+	}
+	if s, _ := h[0].(string); s == requestID.String() {
+		st, _ := h[1].(string)
+		return Result{Code: Queued, ReservationID: rid, Duplicate: true, Status: st}, nil
+	}
+	return Result{Code: AlreadyReserved, ReservationID: rid}, nil
+}
+
+// sendNow is the gateway's immediate send. Its outcome never changes the
+// client's answer: a failed or unknown send stays in send_due for the scanner.
+func (r *Reserver) sendNow(ctx context.Context, k lua.Keys, f Fields) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opt.SendTimeout)
+	defer cancel()
+	outcome, errText := Send(sctx, r.pub, r.opt.Topic, f)
+	r.m.SendTotal.WithLabelValues("gateway", outcome).Inc()
+	if outcome == OutcomeUnknown {
+		r.m.SendUnknown.Inc()
+	}
+	if err := r.fp.Check(failpoint.AfterMQSendBeforeRedisMark); err != nil {
+		return
+	}
+	if _, err := MarkSent(sctx, r.rdb, k, f.ReservationID, outcome, r.now().Add(r.opt.RetryBackoff), r.opt.MaxAttempts, errText); err != nil {
+		// The item stays due in send_due; the scanner re-sends with the same message_id.
+		r.log.Warn("reservation.mq_mark_failed", "reservation_id", f.ReservationID, "message_id", f.MessageID, "error", err)
+	}
+	if outcome == OutcomeUnknown {
+		r.log.Warn("reservation.mq_send_unknown", "reservation_id", f.ReservationID, "message_id", f.MessageID, "error_class", "send_unknown")
+	}
+}
+
+// Send outcomes, as recorded in the reservation's mq_state.
+const (
+	OutcomePublished = "PUBLISHED"
+	OutcomeUnknown   = "UNKNOWN"
+	OutcomeFailed    = "FAILED"
+)
+
+// Send publishes the reservation's ORDER_CREATE_REQUESTED (key =
+// reservation_id, fixed message_id) and classifies the outcome.
+func Send(ctx context.Context, pub Publisher, topic string, f Fields) (outcome, errText string) {
+	body, err := json.Marshal(f.Message())
+	if err != nil {
+		return OutcomeFailed, err.Error()
+	}
+	_, err = pub.Send(ctx, mq.Message{Topic: topic, Key: f.ReservationID.String(), ID: f.MessageID.String(),
+		Tag: "ORDER_CREATE_REQUESTED", Body: body})
+	switch {
+	case err == nil:
+		return OutcomePublished, ""
+	case errors.Is(err, mq.ErrSendUnknown):
+		return OutcomeUnknown, err.Error()
+	default:
+		return OutcomeFailed, err.Error()
+	}
+}
+
+// MarkSent records a send outcome with lua/send_done.lua. It returns the new
+// mq_state (GAVE_UP when attempts ran out, MISSING when the hash is gone).
+func MarkSent(ctx context.Context, rdb redis.Scripter, k lua.Keys, rid uuid.UUID, outcome string,
+	nextDue time.Time, maxAttempts int, errText string) (string, error) {
+	if len(errText) > 500 {
+		errText = errText[:500]
+	}
+	res, err := lua.SendDone.Run(ctx, rdb, []string{k.Reservation(rid.String()), k.SendDue(), k.Counter()},
+		rid.String(), outcome, nextDue.UnixMilli(), maxAttempts, errText).Slice()
+	if err != nil {
+		return "", fmt.Errorf("record send outcome: %w", err)
+	}
+	return res[1].(string), nil
+}
+
+// SKUKey parses an "activity:sku" member of lua.ActiveSKUs.
+func SKUKey(member string) (lua.Keys, error) {
+	a, sku, _ := strings.Cut(member, ":")
+	ai, err1 := strconv.ParseInt(a, 10, 64)
+	si, err2 := strconv.ParseInt(sku, 10, 64)
+	if err1 != nil || err2 != nil {
+		return lua.Keys{}, fmt.Errorf("active sku member %q is not activity:sku", member)
+	}
+	return lua.Keys{ActivityID: ai, SKUID: si}, nil
+}

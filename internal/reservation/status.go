@@ -1,0 +1,117 @@
+package reservation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/lua"
+)
+
+// ErrNotFound means no reservation with that id belongs to the caller. A
+// reservation of another user answers the same, so ids cannot be probed.
+var ErrNotFound = errors.New("reservation not found")
+
+// View is what a client sees of its reservation.
+type View struct {
+	ReservationID uuid.UUID `json:"reservation_id"`
+	// Status is the client-facing state: QUEUED, ORDER_CREATED, REJECTED,
+	// CANCELLED, UNDER_REVIEW, or the order's state once it moves (PAID, ...).
+	Status string `json:"status"`
+	// ReservationStatus is the internal state machine value (seed §8.1).
+	ReservationStatus string     `json:"reservation_status"`
+	OrderID           *uuid.UUID `json:"order_id,omitempty"`
+	OrderStatus       string     `json:"order_status,omitempty"`
+	ReasonCode        string     `json:"reason_code,omitempty"`
+	BusinessDeadline  time.Time  `json:"business_deadline"`
+	// Source says where the answer came from: "redis" (projection) or "postgres".
+	Source string `json:"source"`
+}
+
+// ClientStatus maps a reservation state to the client-facing one.
+func ClientStatus(reservationStatus string) string {
+	switch reservationStatus {
+	case "RESERVED":
+		return "QUEUED"
+	case "ORDER_REJECTED", "COMPENSATING", "COMPENSATED":
+		return "REJECTED"
+	case "MANUAL_REVIEW":
+		return "UNDER_REVIEW"
+	default:
+		return reservationStatus
+	}
+}
+
+// StatusReader reads a reservation from the Redis projection, falling back
+// to PostgreSQL (the authority) when Redis has no record.
+type StatusReader struct {
+	rdb  redis.Cmdable
+	pool *pgxpool.Pool
+}
+
+// NewStatusReader returns a StatusReader; pool may be nil (Redis only).
+func NewStatusReader(rdb redis.Cmdable, pool *pgxpool.Pool) *StatusReader {
+	return &StatusReader{rdb: rdb, pool: pool}
+}
+
+// Get returns userID's reservation rid of (activity, sku).
+func (s *StatusReader) Get(ctx context.Context, userID, activityID, skuID int64, rid uuid.UUID) (View, error) {
+	k := lua.Keys{ActivityID: activityID, SKUID: skuID}
+	h, err := s.rdb.HMGet(ctx, k.Reservation(rid.String()), "user_id", "status", "business_deadline_ms", "order_id").Result()
+	if err != nil && s.pool == nil {
+		return View{}, fmt.Errorf("read reservation from redis: %w", err)
+	}
+	if err == nil && h[0] != nil {
+		if h[0].(string) != strconv.FormatInt(userID, 10) {
+			return View{}, ErrNotFound
+		}
+		st, _ := h[1].(string)
+		v := View{ReservationID: rid, ReservationStatus: st, Status: ClientStatus(st), Source: "redis"}
+		if ms, err := strconv.ParseInt(fmt.Sprint(h[2]), 10, 64); err == nil {
+			v.BusinessDeadline = time.UnixMilli(ms).UTC()
+		}
+		if oid, err := uuid.Parse(fmt.Sprint(h[3])); err == nil {
+			v.OrderID = &oid
+		}
+		return v, nil
+	}
+	if s.pool == nil {
+		return View{}, ErrNotFound
+	}
+	return s.fromPostgres(ctx, userID, activityID, skuID, rid)
+}
+
+func (s *StatusReader) fromPostgres(ctx context.Context, userID, activityID, skuID int64, rid uuid.UUID) (View, error) {
+	v := View{ReservationID: rid, Source: "postgres"}
+	var reason, orderStatus *string
+	err := s.pool.QueryRow(ctx, `
+		SELECT r.status, r.reason_code, r.business_deadline, o.order_id, o.status
+		FROM inventory_reservation r
+		LEFT JOIN orders o ON o.reservation_id = r.reservation_id
+		WHERE r.reservation_id = $1 AND r.user_id = $2 AND r.activity_id = $3 AND r.sku_id = $4`,
+		rid, userID, activityID, skuID).Scan(&v.ReservationStatus, &reason, &v.BusinessDeadline, &v.OrderID, &orderStatus)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return View{}, ErrNotFound
+	}
+	if err != nil {
+		return View{}, fmt.Errorf("read reservation from postgres: %w", err)
+	}
+	v.Status = ClientStatus(v.ReservationStatus)
+	if reason != nil {
+		v.ReasonCode = *reason
+	}
+	if orderStatus != nil {
+		v.OrderStatus = *orderStatus
+		if v.ReservationStatus == "ORDER_CREATED" && *orderStatus != "CREATED" {
+			v.Status = *orderStatus
+		}
+	}
+	return v, nil
+}

@@ -1,0 +1,183 @@
+// Package sale sets up flash-sale activities: PostgreSQL first (the
+// authority), then Redis admission state derived from it.
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/lua"
+)
+
+// Limits of a sale definition.
+const (
+	MaxSKUs  = 1000
+	MaxStock = 10_000_000
+)
+
+// Activity is a sale definition as an admin submits it.
+type Activity struct {
+	ActivityID            int64     `json:"activity_id"`
+	Name                  string    `json:"name"`
+	StartsAt              time.Time `json:"starts_at"`
+	EndsAt                time.Time `json:"ends_at"`
+	PaymentTimeoutSeconds int       `json:"payment_timeout_seconds"`
+	OrderDeadlineSeconds  int       `json:"order_deadline_seconds"`
+	SKUs                  []SKU     `json:"skus"`
+}
+
+// SKU is one item of an activity and its stock.
+type SKU struct {
+	SKUID      int64 `json:"sku_id"`
+	Stock      int64 `json:"stock"`
+	PriceCents int64 `json:"price_cents"`
+}
+
+// FieldError names the field of a definition that is wrong, and why.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// Validate checks a definition before anything is written.
+func (a Activity) Validate() error {
+	switch {
+	case a.ActivityID <= 0:
+		return &FieldError{"activity_id", "must be a positive integer"}
+	case a.Name == "" || len(a.Name) > 200:
+		return &FieldError{"name", "must be 1 to 200 characters"}
+	case a.StartsAt.IsZero():
+		return &FieldError{"starts_at", "required (RFC 3339 time)"}
+	case a.EndsAt.IsZero():
+		return &FieldError{"ends_at", "required (RFC 3339 time)"}
+	case !a.EndsAt.After(a.StartsAt):
+		return &FieldError{"ends_at", "must be after starts_at"}
+	case a.PaymentTimeoutSeconds <= 0 || a.PaymentTimeoutSeconds > 86400:
+		return &FieldError{"payment_timeout_seconds", "must be between 1 and 86400"}
+	case a.OrderDeadlineSeconds <= 0 || a.OrderDeadlineSeconds > 86400:
+		return &FieldError{"order_deadline_seconds", "must be between 1 and 86400"}
+	case len(a.SKUs) == 0 || len(a.SKUs) > MaxSKUs:
+		return &FieldError{"skus", fmt.Sprintf("must list 1 to %d SKUs", MaxSKUs)}
+	}
+	seen := make(map[int64]bool, len(a.SKUs))
+	for i, s := range a.SKUs {
+		f := func(name string) string { return fmt.Sprintf("skus[%d].%s", i, name) }
+		switch {
+		case s.SKUID <= 0:
+			return &FieldError{f("sku_id"), "must be a positive integer"}
+		case seen[s.SKUID]:
+			return &FieldError{f("sku_id"), fmt.Sprintf("%d appears twice", s.SKUID)}
+		case s.Stock < 0 || s.Stock > MaxStock:
+			return &FieldError{f("stock"), fmt.Sprintf("must be between 0 and %d", MaxStock)}
+		case s.PriceCents < 0:
+			return &FieldError{f("price_cents"), "must not be negative"}
+		}
+		seen[s.SKUID] = true
+	}
+	return nil
+}
+
+// SKUResult reports what set-up did for one SKU.
+type SKUResult struct {
+	SKUID int64 `json:"sku_id"`
+	// Created is false when the SKU existed: its stock was kept, not reset.
+	Created        bool  `json:"created"`
+	InitialStock   int64 `json:"initial_stock"`
+	AvailableStock int64 `json:"available_stock"`
+	// RedisInitialised is false when Redis counters already existed (live sale).
+	RedisInitialised bool  `json:"redis_initialised"`
+	RedisAvailable   int64 `json:"redis_available"`
+}
+
+// ErrRedisNeedsRebuild means PostgreSQL shows stock movements for a SKU whose
+// Redis counters are gone: initialising them from the definition would admit
+// too many buyers. Rebuild Redis from PostgreSQL instead.
+var ErrRedisNeedsRebuild = errors.New("redis counters missing for a SKU with stock movements: rebuild Redis from PostgreSQL")
+
+// Setup writes the activity and its SKUs to PostgreSQL (existing SKUs keep
+// their stock) and initialises Redis admission state from what PostgreSQL
+// holds. It is safe to run again for a live activity.
+func Setup(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, a Activity) ([]SKUResult, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	results := make([]SKUResult, 0, len(a.SKUs))
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO sale_activity (activity_id, name, starts_at, ends_at, payment_timeout_seconds, order_deadline_seconds)
+			VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (activity_id) DO UPDATE
+			SET name = EXCLUDED.name, starts_at = EXCLUDED.starts_at, ends_at = EXCLUDED.ends_at,
+			    payment_timeout_seconds = EXCLUDED.payment_timeout_seconds,
+			    order_deadline_seconds = EXCLUDED.order_deadline_seconds, updated_at = clock_timestamp()`,
+			a.ActivityID, a.Name, a.StartsAt, a.EndsAt, a.PaymentTimeoutSeconds, a.OrderDeadlineSeconds); err != nil {
+			return fmt.Errorf("upsert activity %d: %w", a.ActivityID, err)
+		}
+		for _, s := range a.SKUs {
+			r := SKUResult{SKUID: s.SKUID}
+			err := tx.QueryRow(ctx, `
+				INSERT INTO sku_inventory (activity_id, sku_id, price_cents, initial_stock, available_stock)
+				VALUES ($1, $2, $3, $4, $4)
+				ON CONFLICT (activity_id, sku_id) DO NOTHING
+				RETURNING initial_stock, available_stock`,
+				a.ActivityID, s.SKUID, s.PriceCents, s.Stock).Scan(&r.InitialStock, &r.AvailableStock)
+			switch {
+			case err == nil:
+				r.Created = true
+			case errors.Is(err, pgx.ErrNoRows):
+				if err := tx.QueryRow(ctx, `SELECT initial_stock, available_stock FROM sku_inventory
+					WHERE activity_id = $1 AND sku_id = $2`, a.ActivityID, s.SKUID).Scan(&r.InitialStock, &r.AvailableStock); err != nil {
+					return fmt.Errorf("read sku %d: %w", s.SKUID, err)
+				}
+			default:
+				return fmt.Errorf("insert sku %d: %w", s.SKUID, err)
+			}
+			results = append(results, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range results {
+		if err := initRedis(ctx, rdb, a, &results[i]); err != nil {
+			return results, err
+		}
+	}
+	return results, nil
+}
+
+func initRedis(ctx context.Context, rdb redis.Cmdable, a Activity, r *SKUResult) error {
+	k := lua.Keys{ActivityID: a.ActivityID, SKUID: r.SKUID}
+	res, err := lua.InitSKU.Run(ctx, rdb, []string{k.Counter(), k.Meta()},
+		r.InitialStock, r.AvailableStock, a.StartsAt.UnixMilli(), a.EndsAt.UnixMilli(),
+		int64(a.OrderDeadlineSeconds)*1000, int64(a.PaymentTimeoutSeconds)*1000,
+		boolArg(r.AvailableStock == r.InitialStock)).Int64Slice()
+	if err != nil {
+		return fmt.Errorf("init redis for sku %d: %w", r.SKUID, err)
+	}
+	if res[0] < 0 {
+		return fmt.Errorf("sku %d: %w", r.SKUID, ErrRedisNeedsRebuild)
+	}
+	r.RedisInitialised, r.RedisAvailable = res[0] == 1, res[1]
+	if err := rdb.SAdd(ctx, lua.ActiveSKUs, strconv.FormatInt(a.ActivityID, 10)+":"+strconv.FormatInt(r.SKUID, 10)).Err(); err != nil {
+		return fmt.Errorf("register sku %d for the send-due scanner: %w", r.SKUID, err)
+	}
+	return nil
+}
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

@@ -1,0 +1,71 @@
+// Package temporalx dials the Temporal server and builds workers with the
+// settings measured to behave on this kind of machine (docs/benchmarks.md).
+package temporalx
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+)
+
+// Dial connects to the Temporal frontend at addr in namespace ns and checks it
+// answers.
+func Dial(ctx context.Context, addr, ns string, logger *slog.Logger) (client.Client, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := client.DialContext(dctx, client.Options{
+		HostPort:  addr,
+		Namespace: ns,
+		Logger:    tlog.NewStructuredLogger(logger),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dial temporal at %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// NewWorker returns a worker on taskQueue with autoscaling pollers. With the
+// SDK's fixed default pollers about 4 runs in 11 stalled for ~60 s on this
+// machine (first workflow tasks waited while every poller long-polled the
+// sticky queue); autoscaling pollers removed the stalls (MEASURED.md).
+func NewWorker(c client.Client, taskQueue string, opts worker.Options) worker.Worker {
+	if opts.WorkflowTaskPollerBehavior == nil {
+		opts.WorkflowTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+	}
+	if opts.ActivityTaskPollerBehavior == nil {
+		opts.ActivityTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+	}
+	return worker.New(c, taskQueue, opts)
+}
+
+// MissingSearchAttributes returns which of want (name → type, e.g.
+// "Keyword", "Int") the namespace does not have registered with that type.
+func MissingSearchAttributes(ctx context.Context, c client.Client, ns string, want map[string]string) ([]string, error) {
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	if err != nil {
+		return nil, fmt.Errorf("list search attributes: %w", err)
+	}
+	var missing []string
+	for name, typ := range want {
+		got, ok := resp.GetCustomAttributes()[name]
+		if !ok || !sameType(got.String(), typ) {
+			missing = append(missing, fmt.Sprintf("%s (%s)", name, typ))
+		}
+	}
+	return missing, nil
+}
+
+// sameType compares an enum name such as INDEXED_VALUE_TYPE_KEYWORD with "Keyword".
+func sameType(enumName, typ string) bool {
+	return strings.EqualFold(strings.TrimPrefix(enumName, "INDEXED_VALUE_TYPE_"), typ)
+}

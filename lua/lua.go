@@ -1,0 +1,80 @@
+// Package lua holds the Redis Lua scripts of the hot path, one per file, and
+// the key layout they rely on. Every key of one (activity, sku) carries the
+// hash tag {activity:sku}, so each script touches a single Redis Cluster slot.
+package lua
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed reserve.lua
+	reserveSrc string
+	//go:embed send_claim.lua
+	sendClaimSrc string
+	//go:embed send_done.lua
+	sendDoneSrc string
+	//go:embed init_sku.lua
+	initSKUSrc string
+)
+
+// Scripts run with EVALSHA (go-redis falls back to EVAL once if the script
+// cache was flushed). See each file's header for KEYS, ARGV and return codes.
+var (
+	Reserve   = redis.NewScript(reserveSrc)
+	SendClaim = redis.NewScript(sendClaimSrc)
+	SendDone  = redis.NewScript(sendDoneSrc)
+	InitSKU   = redis.NewScript(initSKUSrc)
+)
+
+// All lists every script, for loading them at start-up (SCRIPT LOAD).
+func All() map[string]*redis.Script {
+	return map[string]*redis.Script{
+		"reserve.lua":    Reserve,
+		"send_claim.lua": SendClaim,
+		"send_done.lua":  SendDone,
+		"init_sku.lua":   InitSKU,
+	}
+}
+
+// Keys builds the Redis keys of one (activity, sku).
+type Keys struct {
+	ActivityID int64
+	SKUID      int64
+}
+
+func (k Keys) prefix() string { return fmt.Sprintf("seckill:{%d:%d}:", k.ActivityID, k.SKUID) }
+
+// Counter is the hash of stock counters: initial, available, open_reserved,
+// committed (initial = available + open_reserved + committed), plus totals.
+func (k Keys) Counter() string { return k.prefix() + "counter" }
+
+// Meta is the hash of sale settings the scripts read: start_ms, end_ms, order_deadline_ms.
+func (k Keys) Meta() string { return k.prefix() + "meta" }
+
+// Reservation is the hash of one reservation with every recovery field.
+func (k Keys) Reservation(reservationID string) string { return k.prefix() + "r:" + reservationID }
+
+// Request maps (user, request_id) to the reservation it produced.
+func (k Keys) Request(userID int64, requestID string) string {
+	return fmt.Sprintf("%sreq:%d:%s", k.prefix(), userID, requestID)
+}
+
+// User is the one-reservation-per-user guard.
+func (k Keys) User(userID int64) string { return fmt.Sprintf("%suser:%d", k.prefix(), userID) }
+
+// SendDue is the sorted set of reservations whose message is not confirmed
+// sent; the score is the next time a scanner may send it (ms).
+func (k Keys) SendDue() string { return k.prefix() + "send_due" }
+
+// CompensationMarker records that a reservation's stock was given back.
+func (k Keys) CompensationMarker(reservationID string) string {
+	return k.prefix() + "comp:" + reservationID
+}
+
+// ActiveSKUs is the set of "activity:sku" members the send-due scanner walks.
+// It lives outside any SKU slot and is only read on its own.
+const ActiveSKUs = "seckill:active_skus"

@@ -1,0 +1,38 @@
+package lua_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/lua"
+)
+
+// TestScriptsRunByEVALSHA loads the embedded reserve script and runs it by its
+// SHA (no EVAL fallback), proving go:embed, SCRIPT LOAD and EVALSHA work.
+func TestScriptsRunByEVALSHA(t *testing.T) {
+	cfg := testenv.Require(t)
+	rdb := testenv.Redis(t, cfg) // loads every script
+	ctx := context.Background()
+	for name, s := range lua.All() {
+		exists, err := rdb.ScriptExists(ctx, s.Hash()).Result()
+		if err != nil || len(exists) != 1 || !exists[0] {
+			t.Fatalf("script %s not in the server's cache after load: %v %v", name, exists, err)
+		}
+	}
+	k := lua.Keys{ActivityID: testenv.ActivityID(), SKUID: 1}
+	t.Cleanup(func() { rdb.Del(ctx, k.Counter(), k.Meta()) })
+	// A SKU that was never set up answers NOT_CONFIGURED (-5) and writes nothing.
+	res, err := rdb.EvalSha(ctx, lua.Reserve.Hash(),
+		[]string{k.Counter(), k.Meta(), k.Reservation("r1"), k.Request(7, "q1"), k.User(7), k.SendDue()},
+		"r1", "m1", "q1", 7, k.ActivityID, k.SKUID, 1000, 1, 1, 60000, 2000).Slice()
+	if err != nil {
+		t.Fatalf("EVALSHA reserve: %v", err)
+	}
+	if code := res[0].(int64); code != -5 {
+		t.Fatalf("reserve on an unconfigured sku = %v, want code -5", res)
+	}
+	if n, _ := rdb.Exists(ctx, k.Reservation("r1"), k.User(7), k.Request(7, "q1")).Result(); n != 0 {
+		t.Fatalf("rejected reserve wrote %d keys", n)
+	}
+}

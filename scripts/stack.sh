@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# The project's local stack of real services, all on 127.0.0.1:
+#   PostgreSQL 15  :55432   (Debian package, own data dir, database/role seckill)
+#   Redis 7        :56379   (Debian package, AOF everysec)
+#   RocketMQ 5.x   :9876 name server, :10911 broker (Maven artifacts, Java 17)
+#   Temporal dev   :7233 frontend, :8233 Web UI (Temporal CLI, SQLite file)
+# Usage: scripts/stack.sh up|down|status|env
+# Data, pids and logs live in .stack/ (ignored by git). `down` stops exactly
+# what `up` started, by pid. `up` is idempotent and installs what is missing.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export ROOT
+# shellcheck source=scripts/stack/lib.sh
+source "$ROOT/scripts/stack/lib.sh"
+# shellcheck source=scripts/stack/rocketmq.sh
+source "$ROOT/scripts/stack/rocketmq.sh"
+
+PG_BIN=/usr/lib/postgresql/15/bin
+PG_PORT=${SECKILL_PG_PORT:-55432}
+PG_DATA=$STACK_DIR/data/postgres
+PG_SOCK=$STACK_DIR/run/postgres
+REDIS_PORT=${SECKILL_REDIS_PORT:-56379}
+TEMPORAL_VERSION=v1.5.1
+TEMPORAL_BIN=$STACK_DIR/bin/temporal
+TEMPORAL_PORT=7233
+TEMPORAL_UI_PORT=8233
+# Custom search attributes of the ReservationSaga (see workflows/names.go).
+TEMPORAL_SEARCH_ATTRIBUTES=(ReservationStatus=Keyword ActivityId=Int SkuId=Int)
+
+apt_updated=0
+apt_install() {
+  local logf; logf=$(logfile apt)
+  if [ "$apt_updated" = 0 ]; then
+    log "apt-get update"
+    apt-get update >>"$logf" 2>&1 || fail apt "$logf" "apt-get update failed"
+    apt_updated=1
+  fi
+  log "apt-get install $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >>"$logf" 2>&1 ||
+    fail apt "$logf" "apt-get install $* failed"
+}
+
+ensure_packages() {
+  local want=()
+  [ -x "$PG_BIN/postgres" ] || want+=(postgresql-15 postgresql-client-15)
+  command -v redis-server >/dev/null || want+=(redis-server)
+  command -v redis-cli >/dev/null || want+=(redis-tools)
+  command -v java >/dev/null || want+=(openjdk-17-jre-headless)
+  command -v mvn >/dev/null || want+=(maven)
+  if [ ${#want[@]} -gt 0 ]; then apt_install "${want[@]}"; fi
+  # apt may have started distribution services on the default ports; ours use
+  # their own ports and data, so they do not conflict.
+}
+
+# ---------- PostgreSQL ----------
+pg_psql() { runuser -u postgres -- "$PG_BIN/psql" -h "$PG_SOCK" -p "$PG_PORT" -U postgres -v ON_ERROR_STOP=1 -qAt "$@"; }
+
+postgres_up() {
+  local lf; lf=$(logfile postgres)
+  mkdir -p "$PG_SOCK"; chown postgres:postgres "$PG_SOCK"
+  if [ ! -s "$PG_DATA/PG_VERSION" ]; then
+    log "postgres: initdb $PG_DATA"
+    mkdir -p "$PG_DATA"; chown postgres:postgres "$PG_DATA"; chmod 700 "$PG_DATA"
+    runuser -u postgres -- "$PG_BIN/initdb" -D "$PG_DATA" -U postgres --auth-local=trust \
+      --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$lf" 2>&1 || fail postgres "$lf" "initdb failed"
+  fi
+  chown postgres:postgres "$lf"
+  if running postgres && runuser -u postgres -- "$PG_BIN/pg_isready" -q -h "$PG_SOCK" -p "$PG_PORT"; then
+    log "postgres: already running"
+  else
+    port_open 127.0.0.1 "$PG_PORT" && fail postgres "$lf" "port $PG_PORT is taken by another process"
+    log "postgres: starting on 127.0.0.1:$PG_PORT"
+    runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$lf" -w -t 60 \
+      -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_SOCK -c max_connections=300 -c shared_buffers=512MB -c log_min_messages=warning" \
+      start >/dev/null || fail postgres "$lf" "pg_ctl start failed"
+    head -n1 "$PG_DATA/postmaster.pid" >"$(pidfile postgres)"
+  fi
+  wait_until postgres 60 runuser -u postgres -- "$PG_BIN/pg_isready" -q -h "$PG_SOCK" -p "$PG_PORT"
+  # Project role and database (idempotent).
+  pg_psql -d postgres <<'SQL' || fail postgres "$lf" "creating role/database failed"
+SELECT 'CREATE ROLE seckill LOGIN CREATEDB PASSWORD ''seckill'''
+ WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'seckill') \gexec
+ALTER ROLE seckill CREATEDB;
+SELECT 'CREATE DATABASE seckill OWNER seckill'
+ WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'seckill') \gexec
+SQL
+}
+
+postgres_down() {
+  if running postgres; then
+    log "stopping postgres (pid $(cat "$(pidfile postgres)"))"
+    runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PG_DATA" -m fast -w -t 60 stop >/dev/null 2>&1 || stop_pid postgres
+  fi
+  rm -f "$(pidfile postgres)"
+}
+
+# ---------- Redis ----------
+redis_up() {
+  if running redis && redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then
+    log "redis: already running"; return
+  fi
+  port_open 127.0.0.1 "$REDIS_PORT" && fail redis "$(logfile redis)" "port $REDIS_PORT is taken by another process"
+  mkdir -p "$STACK_DIR/data/redis"
+  log "redis: starting on 127.0.0.1:$REDIS_PORT"
+  start_bg redis redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$STACK_DIR/data/redis" \
+    --daemonize no --appendonly yes --appendfsync everysec --save "" --maxmemory-policy noeviction
+  wait_until redis 30 sh -c "redis-cli -p $REDIS_PORT ping | grep -q PONG"
+}
+
+# ---------- Temporal ----------
+temporal_install() {
+  # `temporal --version` of a go-installed CLI says 0.0.0-DEV, so a marker file
+  # records which version we built.
+  if [ -x "$TEMPORAL_BIN" ] && [ "$(cat "$TEMPORAL_BIN.version" 2>/dev/null)" = "$TEMPORAL_VERSION" ]; then return; fi
+  local lf; lf=$(logfile temporal-install)
+  log "temporal: go install github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION (first time ~2 min)"
+  GOBIN="$STACK_DIR/bin" go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION" >"$lf" 2>&1 ||
+    fail temporal "$lf" "go install of the Temporal CLI failed"
+  echo "$TEMPORAL_VERSION" >"$TEMPORAL_BIN.version"
+}
+
+temporal_healthy() {
+  "$TEMPORAL_BIN" operator cluster health --address "127.0.0.1:$TEMPORAL_PORT" 2>/dev/null | grep -q SERVING &&
+    port_open 127.0.0.1 "$TEMPORAL_UI_PORT"
+}
+
+temporal_up() {
+  temporal_install
+  if running temporal && temporal_healthy; then log "temporal: already running"; return; fi
+  port_open 127.0.0.1 "$TEMPORAL_PORT" && fail temporal "$(logfile temporal)" "port $TEMPORAL_PORT is taken by another process (a server left running?)"
+  mkdir -p "$STACK_DIR/data/temporal"
+  local args=(server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT"
+    --namespace default --db-filename "$STACK_DIR/data/temporal/temporal.db"
+    --sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=normal
+    --dynamic-config-value matching.numTaskqueueReadPartitions=1
+    --dynamic-config-value matching.numTaskqueueWritePartitions=1
+    --log-level warn)
+  local sa
+  for sa in "${TEMPORAL_SEARCH_ATTRIBUTES[@]}"; do args+=(--search-attribute "$sa"); done
+  log "temporal: starting dev server on 127.0.0.1:$TEMPORAL_PORT (UI :$TEMPORAL_UI_PORT)"
+  start_bg temporal "$TEMPORAL_BIN" "${args[@]}"
+  wait_until temporal 120 temporal_healthy
+}
+
+print_addresses() {
+  cat <<TXT
+PostgreSQL   postgres://seckill:seckill@127.0.0.1:$PG_PORT/seckill?sslmode=disable
+Redis        redis://127.0.0.1:$REDIS_PORT
+RocketMQ     name server 127.0.0.1:9876, broker 127.0.0.1:10911
+Temporal     127.0.0.1:$TEMPORAL_PORT (namespace default)
+Temporal UI  http://127.0.0.1:$TEMPORAL_UI_PORT
+TXT
+}
+
+status() {
+  local n
+  for n in postgres redis temporal; do
+    if running "$n"; then echo "$n running (pid $(cat "$(pidfile "$n")"))"; else echo "$n stopped"; fi
+  done
+  rocketmq_status
+}
+
+cmd=${1:-up}
+case "$cmd" in
+up)
+  start=$SECONDS
+  ensure_packages
+  postgres_up
+  redis_up
+  rocketmq_up
+  temporal_up
+  log "stack up in $((SECONDS - start))s"
+  print_addresses
+  ;;
+down)
+  temporal_down() { stop_pid temporal 30; }
+  temporal_down
+  rocketmq_down
+  stop_pid redis 30
+  postgres_down
+  ;;
+status) status ;;
+env) print_addresses ;;
+*) echo "usage: $0 up|down|status|env" >&2; exit 2 ;;
+esac

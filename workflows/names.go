@@ -1,0 +1,30 @@
+// Package workflows holds the Temporal workflow code of seckill. Workflow code
+// is deterministic and does no I/O: every side effect is an activity in
+// package activities.
+package workflows
+
+import "go.temporal.io/sdk/temporal"
+
+// TaskQueue is the default task queue of the saga worker (config
+// SECKILL_TEMPORAL_TASK_QUEUE overrides it per deployment).
+const TaskQueue = "seckill-saga"
+
+// Custom search attributes registered on the Temporal server by
+// scripts/stack.sh (dev server) or `temporal operator search-attribute create`.
+var (
+	// SearchReservationStatus is the saga's current reservation/order status,
+	// e.g. `ReservationStatus = "MANUAL_REVIEW"` in the Temporal UI.
+	SearchReservationStatus = temporal.NewSearchAttributeKeyKeyword("ReservationStatus")
+	// SearchActivityID is the flash-sale activity of the saga.
+	SearchActivityID = temporal.NewSearchAttributeKeyInt64("ActivityId")
+	// SearchSKUID is the SKU of the saga.
+	SearchSKUID = temporal.NewSearchAttributeKeyInt64("SkuId")
+)
+
+// SearchAttributeNames lists the custom search attributes with their types,
+// as the server must have them registered.
+var SearchAttributeNames = map[string]string{
+	"ReservationStatus": "Keyword",
+	"ActivityId":        "Int",
+	"SkuId":             "Int",
+}
