@@ -39,8 +39,9 @@ type ConsumerOptions struct {
 }
 
 // Handler processes one delivered message. Returning nil acknowledges it;
-// returning an error (or panicking) asks for a later redelivery. The context
-// is cancelled when the Consumer is closed.
+// returning an error (or panicking) asks for a later redelivery; the error
+// itself is not logged here. The context is cancelled when the Consumer is
+// closed.
 type Handler func(ctx context.Context, m Delivered) error
 
 // Consumer is a push consumer in clustering mode: the group's members share

@@ -1,0 +1,394 @@
+package reservation_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/workers/senddue"
+)
+
+type rig struct {
+	cfg  config.Config
+	rdb  *redis.Client
+	prod *mq.Producer
+	fp   *failpoint.Set
+	res  *reservation.Reserver
+	k    lua.Keys
+	m    *metrics.Reservation
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newRig sets up a live SKU with stock in Redis and a Reserver on the real
+// Redis and RocketMQ of the stack.
+func newRig(t *testing.T, stock int) *rig {
+	t.Helper()
+	cfg := testenv.Require(t)
+	rdb := testenv.Redis(t, cfg)
+	prod, err := mq.NewProducer(cfg.RocketMQNameServers, fmt.Sprintf("seckill-test-%x", testenv.RandomUint64()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prod.Close() })
+	keys, err := cfg.IDKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ids.NewDeriver(keys, cfg.IDKeyVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := lua.Keys{ActivityID: testenv.ActivityID(), SKUID: 7}
+	now := time.Now()
+	ctx := context.Background()
+	if _, err := lua.InitSKU.Run(ctx, rdb, []string{k.Counter(), k.Meta()}, stock, stock,
+		now.Add(-time.Minute).UnixMilli(), now.Add(time.Hour).UnixMilli(), 300000, 60000, "1").Result(); err != nil {
+		t.Fatal(err)
+	}
+	member := fmt.Sprintf("%d:%d", k.ActivityID, k.SKUID)
+	rdb.SAdd(ctx, lua.ActiveSKUs, member)
+	t.Cleanup(func() {
+		rdb.SRem(ctx, lua.ActiveSKUs, member)
+		if ks, _ := rdb.Keys(ctx, fmt.Sprintf("seckill:{%d:%d}:*", k.ActivityID, k.SKUID)).Result(); len(ks) > 0 {
+			rdb.Del(ctx, ks...)
+		}
+	})
+	m := metrics.NewReservation(prometheus.NewRegistry())
+	fp := &failpoint.Set{}
+	r, err := reservation.NewReserver(rdb, d, prod, reservation.Options{
+		Topic: cfg.TopicOrderCreate, SendTimeout: 3 * time.Second, SendDueDelay: 2 * time.Second,
+		ReservationTTL: time.Hour, MaxAttempts: 10, SoldOutMemo: 200 * time.Millisecond,
+	}, m, fp, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rig{cfg: cfg, rdb: rdb, prod: prod, fp: fp, res: r, k: k, m: m}
+}
+
+func (r *rig) counters(t *testing.T) (initial, avail, open, committed int) {
+	t.Helper()
+	v, err := r.rdb.HMGet(context.Background(), r.k.Counter(), "initial", "available", "open_reserved", "committed").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := func(x any) int {
+		var i int
+		fmt.Sscan(fmt.Sprint(x), &i)
+		return i
+	}
+	return n(v[0]), n(v[1]), n(v[2]), n(v[3])
+}
+
+func (r *rig) scanner(t *testing.T) *senddue.Scanner {
+	t.Helper()
+	s, err := senddue.New(r.rdb, r.prod, senddue.Options{Topic: r.cfg.TopicOrderCreate, Lease: 5 * time.Second,
+		SendTimeout: 3 * time.Second, MaxAttempts: 10, Concurrency: 16}, r.m, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// collector consumes the order-create topic with a fresh group and records
+// every message_id it sees with its delivery count.
+type collector struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func collect(t *testing.T, cfg config.Config) *collector {
+	t.Helper()
+	c := &collector{seen: map[string]int{}}
+	cons, err := mq.NewConsumer(cfg.RocketMQNameServers, fmt.Sprintf("seckill-test-collect-%x", testenv.RandomUint64()),
+		cfg.TopicOrderCreate, func(_ context.Context, m mq.Delivered) error {
+			c.mu.Lock()
+			c.seen[m.ID]++
+			c.mu.Unlock()
+			return nil
+		}, mq.ConsumerOptions{Concurrency: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cons.Close() })
+	return c
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c *collector) has(ids []string) (missing int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if c.seen[id] == 0 {
+			missing++
+		}
+	}
+	return missing
+}
+
+func TestOneUserThousandRequestsOneReservation(t *testing.T) {
+	r := newRig(t, 100)
+	var wg sync.WaitGroup
+	results := make([]reservation.Result, 1000)
+	errs := make([]error, 1000)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = r.res.Reserve(context.Background(), 42, r.k.ActivityID, r.k.SKUID, uuid.New())
+		}()
+	}
+	wg.Wait()
+	queued, already := 0, 0
+	var rid uuid.UUID
+	for i, res := range results {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		switch res.Code {
+		case reservation.Queued:
+			queued++
+			rid = res.ReservationID
+		case reservation.AlreadyReserved:
+			already++
+		default:
+			t.Fatalf("request %d: unexpected %v", i, res.Code)
+		}
+	}
+	if queued != 1 || already != 999 {
+		t.Fatalf("queued %d, already reserved %d; want 1 and 999", queued, already)
+	}
+	for _, res := range results {
+		if res.Code == reservation.AlreadyReserved && res.ReservationID != rid {
+			t.Fatalf("already-reserved names %v, want the one reservation %v", res.ReservationID, rid)
+		}
+	}
+	if initial, avail, open, committed := r.counters(t); avail != 99 || open != 1 || initial != avail+open+committed {
+		t.Fatalf("counters initial %d available %d open %d committed %d", initial, avail, open, committed)
+	}
+}
+
+func TestBurstExactlyNReservationsAndOneMessageEach(t *testing.T) {
+	const stock, buyers = 50, 2000
+	r := newRig(t, stock)
+	col := collect(t, r.cfg)
+	var mu sync.Mutex
+	var rids []uuid.UUID
+	soldOut := 0
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 200)
+	for u := range buyers {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res, err := r.res.Reserve(context.Background(), int64(1000+u), r.k.ActivityID, r.k.SKUID, uuid.New())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch res.Code {
+			case reservation.Queued:
+				rids = append(rids, res.ReservationID)
+			case reservation.SoldOut:
+				soldOut++
+			default:
+				t.Errorf("user %d: %v", u, res.Code)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(rids) != stock || soldOut != buyers-stock {
+		t.Fatalf("reservations %d sold out %d; want %d and %d", len(rids), soldOut, stock, buyers-stock)
+	}
+	if initial, avail, open, committed := r.counters(t); initial != stock || avail != 0 || open != stock || initial != avail+open+committed {
+		t.Fatalf("counters initial %d available %d open %d committed %d", initial, avail, open, committed)
+	}
+	// Every reservation's fixed message_id reaches the topic; the scanner
+	// finishes whatever the gateway did not confirm.
+	ctx := context.Background()
+	var msgIDs []string
+	for _, rid := range rids {
+		msgIDs = append(msgIDs, r.rdb.HGet(ctx, r.k.Reservation(rid.String()), "message_id").Val())
+	}
+	scan := r.scanner(t)
+	waitFor(t, 60*time.Second, "every message on the topic and send_due empty", func() bool {
+		if _, err := scan.ScanOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return col.has(msgIDs) == 0 && r.rdb.ZCard(ctx, r.k.SendDue()).Val() == 0
+	})
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	for _, id := range msgIDs {
+		if col.seen[id] < 1 {
+			t.Errorf("message %s never arrived", id)
+		}
+	}
+}
+
+func TestCrashAfterReserveScannerResendsSameMessageID(t *testing.T) {
+	r := newRig(t, 5)
+	col := collect(t, r.cfg)
+	ctx := context.Background()
+	r.fp.Arm(failpoint.AfterRedisReserve, 1)
+	req := uuid.New()
+	_, err := r.res.Reserve(ctx, 77, r.k.ActivityID, r.k.SKUID, req)
+	if !errors.Is(err, failpoint.ErrInjected) {
+		t.Fatalf("reserve with failpoint = %v", err)
+	}
+	// The crash left the reservation in Redis, unsent, due for the scanner.
+	d := derive(t, r.cfg)
+	want, _ := d.ForRequest(0, r.k.ActivityID, r.k.SKUID, 77, req)
+	h := r.rdb.HGetAll(ctx, r.k.Reservation(want.ReservationID.String())).Val()
+	if h["mq_state"] != "PENDING" || h["message_id"] != want.MessageID.String() {
+		t.Fatalf("reservation after crash = %v", h)
+	}
+	if col.has([]string{want.MessageID.String()}) != 1 {
+		t.Fatal("message sent despite the crash")
+	}
+	// Not yet due: the scanner leaves it alone.
+	scan := r.scanner(t)
+	if n, _ := scan.ScanOnce(ctx); n != 0 {
+		t.Fatalf("scanner re-sent %d items before they were due", n)
+	}
+	// Make it due now (as time passing would) and let the scanner run.
+	r.rdb.ZAdd(ctx, r.k.SendDue(), redis.Z{Score: float64(time.Now().Add(-time.Second).UnixMilli()), Member: want.ReservationID.String()})
+	if n, err := scan.ScanOnce(ctx); n != 1 || err != nil {
+		t.Fatalf("scanner handled %d items (%v), want 1", n, err)
+	}
+	waitFor(t, 30*time.Second, "re-sent message on the topic", func() bool { return col.has([]string{want.MessageID.String()}) == 0 })
+	h = r.rdb.HGetAll(ctx, r.k.Reservation(want.ReservationID.String())).Val()
+	if h["mq_state"] != "PUBLISHED" || r.rdb.ZCard(ctx, r.k.SendDue()).Val() != 0 {
+		t.Fatalf("after re-send: reservation %v, send_due size %d", h, r.rdb.ZCard(ctx, r.k.SendDue()).Val())
+	}
+	// The client's retry of the same request gets the same reservation.
+	res, err := r.res.Reserve(ctx, 77, r.k.ActivityID, r.k.SKUID, req)
+	if err != nil || res.Code != reservation.Queued || !res.Duplicate || res.ReservationID != want.ReservationID {
+		t.Fatalf("retry after crash = %+v, %v", res, err)
+	}
+}
+
+func TestLeaseOfACrashedScannerExpires(t *testing.T) {
+	r := newRig(t, 5)
+	ctx := context.Background()
+	r.fp.Arm(failpoint.AfterRedisReserve, 1)
+	if _, err := r.res.Reserve(ctx, 5, r.k.ActivityID, r.k.SKUID, uuid.New()); !errors.Is(err, failpoint.ErrInjected) {
+		t.Fatal(err)
+	}
+	// A scanner claims the item and dies before sending: the claim pushed the
+	// score to the lease end, the item is still in send_due.
+	claimAt := time.Now().Add(10 * time.Second)   // late enough for the item to be due
+	leaseEnd := time.Now().Add(-time.Millisecond) // a lease that has already run out
+	claimed, err := lua.SendClaim.Run(ctx, r.rdb, []string{r.k.SendDue()}, claimAt.UnixMilli(), leaseEnd.UnixMilli(), 10).StringSlice()
+	if err != nil || len(claimed) != 2 {
+		t.Fatalf("claim = %v, %v", claimed, err)
+	}
+	if r.rdb.ZScore(ctx, r.k.SendDue(), claimed[0]).Val() != float64(leaseEnd.UnixMilli()) {
+		t.Fatal("claimed item left send_due or its score is not the lease end")
+	}
+	// Its lease (here already over) lets another scanner take it over.
+	if n, err := r.scanner(t).ScanOnce(ctx); n != 1 || err != nil {
+		t.Fatalf("second scanner handled %d (%v), want the abandoned item", n, err)
+	}
+	if r.rdb.ZCard(ctx, r.k.SendDue()).Val() != 0 {
+		t.Fatal("item still due after the take-over sent it")
+	}
+}
+
+func TestSameRequestAfterRequestMapLost(t *testing.T) {
+	r := newRig(t, 5)
+	ctx := context.Background()
+	req := uuid.New()
+	first, err := r.res.Reserve(ctx, 9, r.k.ActivityID, r.k.SKUID, req)
+	if err != nil || first.Code != reservation.Queued {
+		t.Fatal(first, err)
+	}
+	r.rdb.Del(ctx, r.k.Request(9, req.String()))
+	again, err := r.res.Reserve(ctx, 9, r.k.ActivityID, r.k.SKUID, req)
+	if err != nil || again.Code != reservation.Queued || again.ReservationID != first.ReservationID || !again.Duplicate {
+		t.Fatalf("after request map loss = %+v (%v), want duplicate of %v", again, err, first.ReservationID)
+	}
+	// Even with the reservation hash and the user guard gone too, the derived id is the same.
+	r.rdb.Del(ctx, r.k.Request(9, req.String()), r.k.Reservation(first.ReservationID.String()), r.k.User(9))
+	d := derive(t, r.cfg)
+	id, _ := d.ForRequest(0, r.k.ActivityID, r.k.SKUID, 9, req)
+	if id.ReservationID != first.ReservationID {
+		t.Fatalf("derived %v, first answer was %v", id.ReservationID, first.ReservationID)
+	}
+	if _, avail, open, _ := r.counters(t); avail != 4 || open != 1 {
+		t.Fatalf("duplicate requests moved stock: available %d open %d", avail, open)
+	}
+}
+
+func TestSoldOutMemoAnswersWithoutScriptButKeepsIdempotency(t *testing.T) {
+	r := newRig(t, 1)
+	ctx := context.Background()
+	req := uuid.New()
+	winner, err := r.res.Reserve(ctx, 1, r.k.ActivityID, r.k.SKUID, req)
+	if err != nil || winner.Code != reservation.Queued {
+		t.Fatal(winner, err)
+	}
+	if res, _ := r.res.Reserve(ctx, 2, r.k.ActivityID, r.k.SKUID, uuid.New()); res.Code != reservation.SoldOut {
+		t.Fatalf("second buyer = %v", res.Code)
+	}
+	before := testutil.ToFloat64(r.m.SoldOutMemo)
+	for u := 3; u < 13; u++ {
+		if res, _ := r.res.Reserve(ctx, int64(u), r.k.ActivityID, r.k.SKUID, uuid.New()); res.Code != reservation.SoldOut {
+			t.Fatalf("buyer %d = %v", u, res.Code)
+		}
+	}
+	if got := testutil.ToFloat64(r.m.SoldOutMemo) - before; got != 10 {
+		t.Fatalf("memo answered %v of 10 sold-out requests", got)
+	}
+	// The winner's retry still gets its reservation, not SOLD_OUT.
+	res, err := r.res.Reserve(ctx, 1, r.k.ActivityID, r.k.SKUID, req)
+	if err != nil || res.Code != reservation.Queued || res.ReservationID != winner.ReservationID {
+		t.Fatalf("winner's retry during memo = %+v, %v", res, err)
+	}
+}
+
+func derive(t *testing.T, cfg config.Config) *ids.Deriver {
+	t.Helper()
+	keys, _ := cfg.IDKeys()
+	d, err := ids.NewDeriver(keys, cfg.IDKeyVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

@@ -1,0 +1,238 @@
+package lua_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/lua"
+)
+
+const (
+	startMS    = 1_000_000
+	endMS      = 2_000_000
+	deadlineMS = 300_000
+	ttlMS      = 3_600_000
+)
+
+type sku struct {
+	k   lua.Keys
+	rdb *redis.Client
+}
+
+func newSKU(t *testing.T, rdb *redis.Client, stock int) sku {
+	t.Helper()
+	ctx := context.Background()
+	k := lua.Keys{ActivityID: testenv.ActivityID(), SKUID: 1}
+	res, err := lua.InitSKU.Run(ctx, rdb, []string{k.Counter(), k.Meta()}, stock, stock, startMS, endMS, deadlineMS, 60000, "1").Int64Slice()
+	if err != nil || res[0] != 1 {
+		t.Fatalf("init sku: %v %v", res, err)
+	}
+	t.Cleanup(func() {
+		keys, _ := rdb.Keys(ctx, fmt.Sprintf("seckill:{%d:1}:*", k.ActivityID)).Result()
+		if len(keys) > 0 {
+			rdb.Del(ctx, keys...)
+		}
+	})
+	return sku{k, rdb}
+}
+
+func (s sku) reserve(t *testing.T, rid string, user int64, req string, now int64) []any {
+	t.Helper()
+	res, err := lua.Reserve.Run(context.Background(), s.rdb,
+		[]string{s.k.Counter(), s.k.Meta(), s.k.Reservation(rid), s.k.Request(user, req), s.k.User(user), s.k.SendDue()},
+		rid, "m-"+rid, req, user, s.k.ActivityID, s.k.SKUID, now, 1, 1, ttlMS, now+3000).Slice()
+	if err != nil {
+		t.Fatalf("reserve: %v", err)
+	}
+	return res
+}
+
+func (s sku) counters(t *testing.T) map[string]string {
+	t.Helper()
+	c, err := s.rdb.HGetAll(context.Background(), s.k.Counter()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestReserveOutcomes(t *testing.T) {
+	cfg := testenv.Require(t)
+	rdb := testenv.Redis(t, cfg)
+	ctx := context.Background()
+	now := int64(startMS + 10)
+
+	cases := []struct {
+		name     string
+		stock    int
+		setup    func(t *testing.T, s sku)
+		rid      string
+		user     int64
+		req      string
+		now      int64
+		wantCode int64
+		wantRID  string
+		// counters after: available, open_reserved
+		wantAvail, wantOpen string
+	}{
+		{name: "admitted", stock: 2, rid: "r1", user: 1, req: "q1", now: now, wantCode: 1, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
+		{name: "same request again", stock: 2, setup: func(t *testing.T, s sku) { s.reserve(t, "r1", 1, "q1", now) },
+			rid: "r1", user: 1, req: "q1", now: now, wantCode: 2, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
+		{name: "request map lost, reservation kept", stock: 2, setup: func(t *testing.T, s sku) {
+			s.reserve(t, "r1", 1, "q1", now)
+			s.rdb.Del(ctx, s.k.Request(1, "q1"))
+		}, rid: "r1", user: 1, req: "q1", now: now, wantCode: 2, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
+		{name: "request map and reservation lost, user guard kept", stock: 2, setup: func(t *testing.T, s sku) {
+			s.reserve(t, "r1", 1, "q1", now)
+			s.rdb.Del(ctx, s.k.Request(1, "q1"), s.k.Reservation("r1"))
+		}, rid: "r1", user: 1, req: "q1", now: now, wantCode: 2, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
+		{name: "second reservation by the same user", stock: 2, setup: func(t *testing.T, s sku) { s.reserve(t, "r1", 1, "q1", now) },
+			rid: "r2", user: 1, req: "q2", now: now, wantCode: -2, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
+		{name: "sold out", stock: 1, setup: func(t *testing.T, s sku) { s.reserve(t, "r1", 1, "q1", now) },
+			rid: "r2", user: 2, req: "q2", now: now, wantCode: -1, wantAvail: "0", wantOpen: "1"},
+		{name: "zero stock", stock: 0, rid: "r1", user: 1, req: "q1", now: now, wantCode: -1, wantAvail: "0", wantOpen: "0"},
+		{name: "not started", stock: 2, rid: "r1", user: 1, req: "q1", now: startMS - 1, wantCode: -3, wantAvail: "2", wantOpen: "0"},
+		{name: "ended", stock: 2, rid: "r1", user: 1, req: "q1", now: endMS, wantCode: -4, wantAvail: "2", wantOpen: "0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSKU(t, rdb, c.stock)
+			if c.setup != nil {
+				c.setup(t, s)
+			}
+			res := s.reserve(t, c.rid, c.user, c.req, c.now)
+			if res[0].(int64) != c.wantCode || res[1].(string) != c.wantRID {
+				t.Fatalf("reserve = %v, want code %d rid %q", res, c.wantCode, c.wantRID)
+			}
+			cn := s.counters(t)
+			if cn["available"] != c.wantAvail || cn["open_reserved"] != c.wantOpen {
+				t.Fatalf("counters = %v, want available %s open_reserved %s", cn, c.wantAvail, c.wantOpen)
+			}
+			if cn["initial"] != fmt.Sprint(c.stock) || atoi(cn["available"])+atoi(cn["open_reserved"])+atoi(cn["committed"]) != c.stock {
+				t.Fatalf("conservation broken: %v", cn)
+			}
+			if c.wantCode == 1 {
+				h, _ := rdb.HGetAll(ctx, s.k.Reservation(c.rid)).Result()
+				for _, f := range []string{"status", "mq_state", "activity_id", "sku_id", "user_id", "request_id",
+					"reservation_id", "message_id", "schema_version", "key_version", "reserved_at_ms",
+					"business_deadline_ms", "send_attempts", "last_error"} {
+					if _, ok := h[f]; !ok {
+						t.Errorf("reservation hash lacks recovery field %s", f)
+					}
+				}
+				if h["status"] != "RESERVED" || h["mq_state"] != "PENDING" || h["business_deadline_ms"] != fmt.Sprint(c.now+deadlineMS) {
+					t.Errorf("reservation hash = %v", h)
+				}
+				if score, err := rdb.ZScore(ctx, s.k.SendDue(), c.rid).Result(); err != nil || int64(score) != c.now+3000 {
+					t.Errorf("send_due score = %v, %v", score, err)
+				}
+				if ttl := rdb.PTTL(ctx, s.k.Reservation(c.rid)).Val(); ttl.Milliseconds() <= deadlineMS {
+					t.Errorf("reservation TTL %v is not longer than the business deadline", ttl)
+				}
+			}
+		})
+	}
+	t.Run("not configured", func(t *testing.T) {
+		k := lua.Keys{ActivityID: testenv.ActivityID(), SKUID: 9}
+		s := sku{k, rdb}
+		res := s.reserve(t, "r1", 1, "q1", now)
+		if res[0].(int64) != -5 {
+			t.Fatalf("reserve on unknown sku = %v", res)
+		}
+		if n := rdb.Exists(ctx, k.Counter(), k.Reservation("r1"), k.User(1), k.SendDue()).Val(); n != 0 {
+			t.Fatalf("unknown sku: %d keys written", n)
+		}
+	})
+}
+
+func TestInitSKUNeverResetsLiveStock(t *testing.T) {
+	cfg := testenv.Require(t)
+	rdb := testenv.Redis(t, cfg)
+	s := newSKU(t, rdb, 5)
+	s.reserve(t, "r1", 1, "q1", startMS+1)
+	res, err := lua.InitSKU.Run(context.Background(), rdb, []string{s.k.Counter(), s.k.Meta()}, 5, 5, startMS, endMS, deadlineMS, 60000, "1").Int64Slice()
+	if err != nil || res[0] != 0 || res[1] != 4 {
+		t.Fatalf("second init = %v %v, want kept with available 4", res, err)
+	}
+	if cn := s.counters(t); cn["available"] != "4" || cn["open_reserved"] != "1" {
+		t.Fatalf("counters reset: %v", cn)
+	}
+	// Counters lost while PostgreSQL shows movements: refuse, write nothing.
+	rdb.Del(context.Background(), s.k.Counter())
+	res, _ = lua.InitSKU.Run(context.Background(), rdb, []string{s.k.Counter(), s.k.Meta()}, 5, 4, startMS, endMS, deadlineMS, 60000, "0").Int64Slice()
+	if res[0] != -1 || rdb.Exists(context.Background(), s.k.Counter()).Val() != 0 {
+		t.Fatalf("init over moved stock = %v, counters written", res)
+	}
+}
+
+func TestSendClaimAndDone(t *testing.T) {
+	cfg := testenv.Require(t)
+	rdb := testenv.Redis(t, cfg)
+	ctx := context.Background()
+	s := newSKU(t, rdb, 10)
+	now := int64(startMS + 10)
+	for i := range 3 {
+		s.reserve(t, fmt.Sprintf("r%d", i), int64(i+1), fmt.Sprintf("q%d", i), now)
+	}
+	claim := func(at, lease int64, max int) []string {
+		out, err := lua.SendClaim.Run(ctx, rdb, []string{s.k.SendDue()}, at, lease, max).StringSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got := claim(now+2999, now+10000, 10); len(got) != 0 {
+		t.Fatalf("claimed before due: %v", got)
+	}
+	got := claim(now+3000, now+10000, 2)
+	if len(got) != 4 {
+		t.Fatalf("claim of 2 due items = %v", got)
+	}
+	if n := rdb.ZCard(ctx, s.k.SendDue()).Val(); n != 3 {
+		t.Fatalf("claim removed items from send_due: %d left", n)
+	}
+	if score := rdb.ZScore(ctx, s.k.SendDue(), got[0]).Val(); int64(score) != now+10000 {
+		t.Fatalf("claimed score = %v, want lease end", score)
+	}
+	// A second scanner sees only the unclaimed one; after the lease it sees all.
+	if again := claim(now+3000, now+10000, 10); len(again) != 2 {
+		t.Fatalf("second claim = %v, want the 1 unclaimed", again)
+	}
+	if expired := claim(now+10000, now+20000, 10); len(expired) != 6 {
+		t.Fatalf("claim after lease end = %v, want all 3", expired)
+	}
+	done := func(rid, outcome string, max int) []any {
+		res, err := lua.SendDone.Run(ctx, rdb, []string{s.k.Reservation(rid), s.k.SendDue(), s.k.Counter()},
+			rid, outcome, now+50000, max, "boom").Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if r := done("r0", "PUBLISHED", 5); r[0].(int64) != 1 || r[1] != "PUBLISHED" || rdb.ZScore(ctx, s.k.SendDue(), "r0").Err() != redis.Nil {
+		t.Fatalf("published = %v, still in send_due?", r)
+	}
+	if r := done("r1", "UNKNOWN", 5); r[1] != "UNKNOWN" || int64(rdb.ZScore(ctx, s.k.SendDue(), "r1").Val()) != now+50000 {
+		t.Fatalf("unknown = %v, not rescheduled", r)
+	}
+	if r := done("r1", "FAILED", 2); r[0].(int64) != 2 || r[1] != "GAVE_UP" || rdb.ZScore(ctx, s.k.SendDue(), "r1").Err() != redis.Nil {
+		t.Fatalf("attempts exhausted = %v", r)
+	}
+	if s.counters(t)["send_gave_up_total"] != "1" || rdb.HGet(ctx, s.k.Reservation("r1"), "mq_state").Val() != "GAVE_UP" {
+		t.Fatal("gave-up not visible in counters and reservation")
+	}
+	rdb.Del(ctx, s.k.Reservation("r2"))
+	if r := done("r2", "PUBLISHED", 5); r[0].(int64) != -1 || rdb.ZScore(ctx, s.k.SendDue(), "r2").Err() != redis.Nil || s.counters(t)["send_missing_total"] != "1" {
+		t.Fatalf("missing hash = %v", r)
+	}
+}
+
+func atoi(s string) int {
+	var n int
+	fmt.Sscan(s, &n)
+	return n
+}
