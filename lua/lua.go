@@ -19,6 +19,10 @@ var (
 	sendDoneSrc string
 	//go:embed init_sku.lua
 	initSKUSrc string
+	//go:embed order_created.lua
+	orderCreatedSrc string
+	//go:embed compensate.lua
+	compensateSrc string
 )
 
 // Scripts run with EVALSHA (go-redis falls back to EVAL once if the script
@@ -28,15 +32,21 @@ var (
 	SendClaim = redis.NewScript(sendClaimSrc)
 	SendDone  = redis.NewScript(sendDoneSrc)
 	InitSKU   = redis.NewScript(initSKUSrc)
+	// OrderCreated projects a created order onto Redis (open_reserved → committed once).
+	OrderCreated = redis.NewScript(orderCreatedSrc)
+	// Compensate gives a rejected reservation's unit back, at most once.
+	Compensate = redis.NewScript(compensateSrc)
 )
 
 // All lists every script, for loading them at start-up (SCRIPT LOAD).
 func All() map[string]*redis.Script {
 	return map[string]*redis.Script{
-		"reserve.lua":    Reserve,
-		"send_claim.lua": SendClaim,
-		"send_done.lua":  SendDone,
-		"init_sku.lua":   InitSKU,
+		"reserve.lua":       Reserve,
+		"send_claim.lua":    SendClaim,
+		"send_done.lua":     SendDone,
+		"init_sku.lua":      InitSKU,
+		"order_created.lua": OrderCreated,
+		"compensate.lua":    Compensate,
 	}
 }
 

@@ -28,3 +28,15 @@ var SearchAttributeNames = map[string]string{
 	"ActivityId":        "Int",
 	"SkuId":             "Int",
 }
+
+// Signal and query names of ReservationSaga.
+const (
+	// SignalRepair carries a RepairRequest from an operator (temporal workflow signal --name repair).
+	SignalRepair = "repair"
+	// QueryState returns the saga's SagaState (temporal workflow query --type state).
+	QueryState = "state"
+)
+
+// ReservationWorkflowID is the saga's workflow ID: derived from the
+// reservation_id only (no personal data), so starting twice finds the same saga.
+func ReservationWorkflowID(reservationID string) string { return "reservation-" + reservationID }

@@ -1,0 +1,178 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Repair actions an operator may signal (docs/operations.md). Each runs only
+// standard transitions and only from the states listed with it.
+const (
+	// RepairRetryCompensation: reservation MANUAL_REVIEW with its compensation
+	// task MANUAL → task RETRY, reservation ORDER_REJECTED; the saga runs the
+	// standard compensation again (the Redis marker keeps it at most once).
+	RepairRetryCompensation = "retry-compensation"
+	// RepairMarkResolved: reservation MANUAL_REVIEW; the operator attests the
+	// case was settled outside the system. Business rows are not changed.
+	RepairMarkResolved = "mark-resolved"
+)
+
+// RepairRequest is the payload of the saga's repair signal.
+type RepairRequest struct {
+	Action   string `json:"action"`
+	RepairID string `json:"repair_id"`
+	Operator string `json:"operator"`
+	Reason   string `json:"reason"`
+	// ReservationID is filled in by the saga, never by the operator.
+	ReservationID uuid.UUID `json:"reservation_id"`
+}
+
+// RepairResult is the recorded outcome of a repair.
+type RepairResult struct {
+	RepairID string
+	Action   string
+	Accepted bool
+	Reason   string
+	Before   string
+	After    string
+	// Duplicate: this repair_id was recorded before; nothing was done now.
+	Duplicate bool
+}
+
+func (r RepairRequest) validate() string {
+	switch {
+	case r.Action != RepairRetryCompensation && r.Action != RepairMarkResolved:
+		return fmt.Sprintf("unknown action %q (want %s or %s)", r.Action, RepairRetryCompensation, RepairMarkResolved)
+	case strings.TrimSpace(r.RepairID) == "" || len(r.RepairID) > 128:
+		return "repair_id is required (1-128 characters) and must be new for each distinct repair"
+	case strings.TrimSpace(r.Operator) == "" || len(r.Operator) > 128:
+		return "operator is required (who is doing this)"
+	case strings.TrimSpace(r.Reason) == "" || len(r.Reason) > 2000:
+		return "reason is required (why, with the evidence or incident id)"
+	}
+	return ""
+}
+
+// ApplyRepair validates a repair against PostgreSQL, records it in
+// repair_task (audit: before/after, operator, reason, time) and executes its
+// standard transition, all in one transaction. The same repair_id again
+// returns the recorded result and changes nothing.
+func (a *Activities) ApplyRepair(ctx context.Context, req RepairRequest) (RepairResult, error) {
+	var out RepairResult
+	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = a.applyRepair(ctx, tx, req)
+		return err
+	})
+	if err != nil {
+		return RepairResult{}, err
+	}
+	a.log.Info("repair.recorded", "reservation_id", req.ReservationID, "repair_id", req.RepairID, "action", req.Action,
+		"operator", req.Operator, "accepted", out.Accepted, "reason", out.Reason)
+	return out, nil
+}
+
+func (a *Activities) applyRepair(ctx context.Context, tx pgx.Tx, req RepairRequest) (RepairResult, error) {
+	out := RepairResult{RepairID: req.RepairID, Action: req.Action}
+	if prior, ok, err := recordedRepair(ctx, tx, req.RepairID); err != nil || ok {
+		return prior, err
+	}
+	var resStatus, taskStatus string
+	err := tx.QueryRow(ctx, `
+		SELECT r.status, COALESCE(t.status, '')
+		FROM inventory_reservation r LEFT JOIN compensation_task t ON t.reservation_id = r.reservation_id
+		WHERE r.reservation_id = $1 FOR UPDATE OF r`, req.ReservationID).Scan(&resStatus, &taskStatus)
+	if errors.Is(err, pgx.ErrNoRows) {
+		resStatus = "ABSENT"
+	} else if err != nil {
+		return out, fmt.Errorf("read state for repair: %w", err)
+	}
+	out.Before = stateText(resStatus, taskStatus)
+	refuse := req.validate()
+	if refuse == "" {
+		switch {
+		case resStatus != "MANUAL_REVIEW":
+			refuse = fmt.Sprintf("reservation is %s, repairs apply only in MANUAL_REVIEW", resStatus)
+		case req.Action == RepairRetryCompensation && taskStatus != "MANUAL":
+			refuse = fmt.Sprintf("compensation task is %q, retry-compensation needs MANUAL", taskStatus)
+		}
+	}
+	out.After = out.Before
+	if refuse == "" {
+		if req.Action == RepairRetryCompensation {
+			if _, err := tx.Exec(ctx, `UPDATE compensation_task SET status = 'RETRY', lease_owner = NULL, lease_until = NULL,
+				next_retry_at = clock_timestamp(), updated_at = clock_timestamp() WHERE reservation_id = $1 AND status = 'MANUAL'`,
+				req.ReservationID); err != nil {
+				return out, fmt.Errorf("task → RETRY: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `UPDATE inventory_reservation SET status = 'ORDER_REJECTED', version = version + 1,
+				updated_at = clock_timestamp() WHERE reservation_id = $1 AND status = 'MANUAL_REVIEW'`, req.ReservationID); err != nil {
+				return out, fmt.Errorf("reservation → ORDER_REJECTED: %w", err)
+			}
+			out.After = stateText("ORDER_REJECTED", "RETRY")
+		}
+		out.Accepted = true
+	}
+	out.Reason = refuse
+	status := "APPLIED"
+	if !out.Accepted {
+		status = "REFUSED"
+	}
+	evidence, _ := json.Marshal(map[string]string{"before": out.Before})
+	before, _ := json.Marshal(map[string]string{"state": out.Before})
+	after, _ := json.Marshal(map[string]string{"state": out.After})
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO repair_task (repair_id, object_type, object_id, rule_name, target_state, status, operator, reason,
+		                         evidence, before_state, after_state, result)
+		VALUES ($1, 'RESERVATION', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		req.RepairID, req.ReservationID.String(), "MANUAL:"+req.Action, out.After, status,
+		nonEmpty(req.Operator, "unknown"), nonEmpty(req.Reason, "-"), evidence, before, after, nonEmpty(refuse, "ok")); err != nil {
+		return out, fmt.Errorf("record repair %s: %w", req.RepairID, err)
+	}
+	return out, nil
+}
+
+func recordedRepair(ctx context.Context, tx pgx.Tx, repairID string) (RepairResult, bool, error) {
+	var r RepairResult
+	var status, result string
+	var before, after []byte
+	err := tx.QueryRow(ctx, `SELECT rule_name, status, result, before_state, after_state FROM repair_task WHERE repair_id = $1`,
+		repairID).Scan(&r.Action, &status, &result, &before, &after)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("read repair %s: %w", repairID, err)
+	}
+	r.RepairID, r.Accepted, r.Duplicate = repairID, status == "APPLIED", true
+	r.Action = strings.TrimPrefix(r.Action, "MANUAL:")
+	if !r.Accepted {
+		r.Reason = result
+	}
+	var b, a map[string]string
+	_ = json.Unmarshal(before, &b)
+	_ = json.Unmarshal(after, &a)
+	r.Before, r.After = b["state"], a["state"]
+	r.Reason = strings.TrimSpace(r.Reason + " (repair_id already used: recorded result returned, nothing changed)")
+	return r, true, nil
+}
+
+func stateText(reservation, task string) string {
+	if task == "" {
+		return "reservation=" + reservation
+	}
+	return "reservation=" + reservation + " compensation_task=" + task
+}
+
+func nonEmpty(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,47 @@
+-- compensate.lua: give one rejected reservation's unit back to Redis stock,
+-- at most once (seed §9.6). Runs only after PostgreSQL durably decided the
+-- compensation (reservation COMPENSATING + task claimed). Fixed complexity.
+--
+-- KEYS[1] reservation hash     seckill:{a:s}:r:<reservation_id>
+-- KEYS[2] counter hash         seckill:{a:s}:counter (available, open_reserved, ...)
+-- KEYS[3] compensation marker  seckill:{a:s}:comp:<reservation_id>
+-- ARGV[1] reservation_id  ARGV[2] compensation_id  ARGV[3] now_ms  ARGV[4] marker/terminal ttl_ms
+--
+-- Returns {code, text}:
+--   1 COMPENSATED          stock restored now
+--   2 ALREADY_COMPENSATED  idempotent success, nothing changed
+--  -1 RESERVATION_MISSING  never add stock blindly: manual / activity-level reconciliation
+--  -2 RESERVATION_ID_MISMATCH
+--  -3 ORDER_ALREADY_EXISTS the reservation holds an order: refuse
+--  -4 INVALID_STATUS:<s>
+--  -5 COMPENSATION_ID_CONFLICT another compensation id already applied: manual check
+if redis.call('EXISTS', KEYS[1]) == 0 then
+    return {-1, 'RESERVATION_MISSING'}
+end
+if redis.call('HGET', KEYS[1], 'reservation_id') ~= ARGV[1] then
+    return {-2, 'RESERVATION_ID_MISMATCH'}
+end
+local marker = redis.call('GET', KEYS[3])
+if marker then
+    if marker == ARGV[2] then
+        return {2, 'ALREADY_COMPENSATED'}
+    end
+    return {-5, 'COMPENSATION_ID_CONFLICT'}
+end
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'COMPENSATED' then
+    return {2, 'ALREADY_COMPENSATED'}
+end
+if status == 'ORDER_CREATED' or status == 'PAID' or status == 'CANCEL_PENDING' then
+    return {-3, 'ORDER_ALREADY_EXISTS'}
+end
+if status ~= 'RESERVED' and status ~= 'ORDER_REJECTED' and status ~= 'COMPENSATING' then
+    return {-4, 'INVALID_STATUS:' .. tostring(status)}
+end
+redis.call('HINCRBY', KEYS[2], 'available', 1)
+redis.call('HINCRBY', KEYS[2], 'open_reserved', -1)
+redis.call('HINCRBY', KEYS[2], 'compensated_total', 1)
+redis.call('HSET', KEYS[1], 'status', 'COMPENSATED', 'compensated_at_ms', ARGV[3], 'compensation_id', ARGV[2])
+redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return {1, 'COMPENSATED'}

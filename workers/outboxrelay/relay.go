@@ -1,0 +1,223 @@
+// Package outboxrelay publishes event_outbox rows to RocketMQ (seed §9.5,
+// §10.4): claim a batch by lease in a short transaction (FOR UPDATE SKIP
+// LOCKED), send outside any transaction with the fixed event_id, then mark
+// SENT, or RETRY with exponential backoff, or MANUAL after bounded attempts.
+// An expired lease (a crashed relay) is claimed again. Downstream consumers
+// dedupe by event_id with their own inbox rows.
+package outboxrelay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/reservation"
+)
+
+// Options of a Relay.
+type Options struct {
+	Topic       string
+	Owner       string // lease owner name; unique per relay process
+	Batch       int
+	Lease       time.Duration
+	Interval    time.Duration
+	SendTimeout time.Duration
+	MaxAttempts int // then MANUAL
+	BaseBackoff time.Duration
+	MaxBackoff  time.Duration
+}
+
+// Relay moves outbox rows to the broker.
+type Relay struct {
+	pool *pgxpool.Pool
+	pub  reservation.Publisher
+	opt  Options
+	log  *slog.Logger
+
+	sent    *prometheus.CounterVec
+	pending prometheus.Gauge
+	oldest  prometheus.Gauge
+	expired prometheus.Counter
+}
+
+// New returns a Relay; every dependency is required.
+func New(pool *pgxpool.Pool, pub reservation.Publisher, opt Options, reg prometheus.Registerer, log *slog.Logger) (*Relay, error) {
+	if pool == nil || pub == nil || reg == nil || log == nil || opt.Topic == "" {
+		return nil, errors.New("outboxrelay: nil dependency or empty topic")
+	}
+	if opt.Owner == "" {
+		opt.Owner = "relay-" + uuid.NewString()[:8]
+	}
+	if opt.Batch <= 0 {
+		opt.Batch = 100
+	}
+	if opt.Lease <= 0 {
+		opt.Lease = 30 * time.Second
+	}
+	if opt.Interval <= 0 {
+		opt.Interval = 200 * time.Millisecond
+	}
+	if opt.SendTimeout <= 0 {
+		opt.SendTimeout = 3 * time.Second
+	}
+	if opt.MaxAttempts <= 0 {
+		opt.MaxAttempts = 12
+	}
+	if opt.BaseBackoff <= 0 {
+		opt.BaseBackoff = time.Second
+	}
+	if opt.MaxBackoff <= 0 {
+		opt.MaxBackoff = 5 * time.Minute
+	}
+	f := promauto.With(reg)
+	return &Relay{pool: pool, pub: pub, opt: opt, log: log,
+		sent: f.NewCounterVec(prometheus.CounterOpts{Name: "seckill_outbox_send_total",
+			Help: "Outbox sends by result (sent, retry, manual)."}, []string{"result"}),
+		pending: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_outbox_pending", Help: "Outbox rows not yet sent."}),
+		oldest: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_outbox_oldest_age_seconds",
+			Help: "Age of the oldest unsent outbox row."}),
+		expired: f.NewCounter(prometheus.CounterOpts{Name: "seckill_outbox_lease_expired_total",
+			Help: "Outbox rows reclaimed after another relay's lease expired."}),
+	}, nil
+}
+
+// Run relays until ctx ends.
+func (r *Relay) Run(ctx context.Context) error {
+	t := time.NewTicker(r.opt.Interval)
+	defer t.Stop()
+	for {
+		n, err := r.RelayOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("outbox.relay_failed", "error", err)
+		}
+		if n == r.opt.Batch {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+type claimed struct {
+	eventID  uuid.UUID
+	key      string
+	typ      string
+	payload  []byte
+	attempts int
+	reclaim  bool
+}
+
+// RelayOnce claims one batch, sends it and records the outcomes. It returns
+// how many rows it claimed.
+func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
+	rows, err := r.pool.Query(ctx, `
+		WITH candidates AS (
+			SELECT event_id, status AS prev_status FROM event_outbox
+			WHERE (status IN ('PENDING', 'RETRY') OR (status = 'SENDING' AND lease_until < clock_timestamp()))
+			  AND next_retry_at <= clock_timestamp()
+			ORDER BY next_retry_at, created_at
+			FOR UPDATE SKIP LOCKED
+			LIMIT $1
+		)
+		UPDATE event_outbox AS o
+		SET status = 'SENDING', lease_owner = $2, lease_until = clock_timestamp() + $3::interval,
+		    attempt_count = attempt_count + 1
+		FROM candidates c
+		WHERE o.event_id = c.event_id
+		RETURNING o.event_id, o.message_key, o.event_type, o.payload::text, o.attempt_count, c.prev_status = 'SENDING'`,
+		r.opt.Batch, r.opt.Owner, r.opt.Lease.String())
+	if err != nil {
+		return 0, fmt.Errorf("claim outbox batch: %w", err)
+	}
+	var batch []claimed
+	for rows.Next() {
+		var c claimed
+		var payload string
+		if err := rows.Scan(&c.eventID, &c.key, &c.typ, &payload, &c.attempts, &c.reclaim); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("scan outbox row: %w", err)
+		}
+		c.payload = []byte(payload)
+		if c.reclaim {
+			r.expired.Inc()
+			r.log.Warn("outbox.lease_expired_reclaimed", "outbox_event_id", c.eventID, "attempt_count", c.attempts)
+		}
+		batch = append(batch, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("claim outbox batch: %w", err)
+	}
+	for _, c := range batch {
+		r.send(ctx, c)
+	}
+	r.observe(ctx)
+	return len(batch), nil
+}
+
+func (r *Relay) send(ctx context.Context, c claimed) {
+	sctx, cancel := context.WithTimeout(ctx, r.opt.SendTimeout)
+	_, err := r.pub.Send(sctx, mq.Message{Topic: r.opt.Topic, Key: c.key, Tag: c.typ, ID: c.eventID.String(), Body: c.payload})
+	cancel()
+	if err == nil {
+		if _, err := r.pool.Exec(ctx, `
+			UPDATE event_outbox SET status = 'SENT', sent_at = clock_timestamp(), lease_owner = NULL, lease_until = NULL, last_error = NULL
+			WHERE event_id = $1 AND status = 'SENDING' AND lease_owner = $2`, c.eventID, r.opt.Owner); err != nil {
+			r.log.Warn("outbox.mark_sent_failed", "outbox_event_id", c.eventID, "error", err) // re-sent after the lease: harmless
+		}
+		r.sent.WithLabelValues("sent").Inc()
+		return
+	}
+	if errors.Is(err, mq.ErrSendUnknown) {
+		r.log.Warn("outbox.send_unknown", "outbox_event_id", c.eventID, "attempt_count", c.attempts, "error", err)
+	}
+	status, result := "RETRY", "retry"
+	if c.attempts >= r.opt.MaxAttempts {
+		status, result = "MANUAL", "manual"
+		r.log.Error("outbox.manual", "outbox_event_id", c.eventID, "event_type", c.typ, "attempt_count", c.attempts, "error", err)
+	}
+	if _, uerr := r.pool.Exec(ctx, `
+		UPDATE event_outbox SET status = $3, next_retry_at = clock_timestamp() + $4::interval,
+		       lease_owner = NULL, lease_until = NULL, last_error = $5
+		WHERE event_id = $1 AND status = 'SENDING' AND lease_owner = $2`,
+		c.eventID, r.opt.Owner, status, r.Backoff(c.attempts).String(), truncate(err.Error(), 500)); uerr != nil {
+		r.log.Warn("outbox.mark_retry_failed", "outbox_event_id", c.eventID, "error", uerr)
+	}
+	r.sent.WithLabelValues(result).Inc()
+}
+
+// Backoff is BaseBackoff·2^(attempt-1), capped at MaxBackoff.
+func (r *Relay) Backoff(attempt int) time.Duration {
+	d := float64(r.opt.BaseBackoff) * math.Pow(2, float64(max(attempt-1, 0)))
+	return time.Duration(min(d, float64(r.opt.MaxBackoff)))
+}
+
+func (r *Relay) observe(ctx context.Context) {
+	var n int64
+	var age float64
+	if err := r.pool.QueryRow(ctx, `
+		SELECT count(*), COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)
+		FROM event_outbox WHERE status IN ('PENDING', 'RETRY', 'SENDING')`).Scan(&n, &age); err == nil {
+		r.pending.Set(float64(n))
+		r.oldest.Set(age)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

@@ -1,0 +1,29 @@
+// Package sagaworker is the Temporal worker that runs ReservationSaga and its
+// activities.
+package sagaworker
+
+import (
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/temporalx"
+	"github.com/seckill/seckill/workflows"
+)
+
+// Register adds the saga workflow and every activity it calls to r.
+func Register(r worker.Registry, acts *activities.Activities) {
+	r.RegisterWorkflow(workflows.ReservationSaga)
+	r.RegisterActivity(acts)
+}
+
+// New builds a worker on taskQueue whose concurrent activities are bounded
+// by maxActivities (keep it within the PostgreSQL pool: seed §11.3).
+func New(c client.Client, taskQueue string, acts *activities.Activities, maxActivities int) worker.Worker {
+	w := temporalx.NewWorker(c, taskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize:     maxActivities,
+		MaxConcurrentWorkflowTaskExecutionSize: 64,
+	})
+	Register(w, acts)
+	return w
+}

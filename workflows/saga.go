@@ -1,0 +1,177 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/events"
+)
+
+// Saga statuses beyond the reservation states of PostgreSQL.
+const (
+	StatusReserved     = "RESERVED"
+	StatusOrderCreated = "ORDER_CREATED"
+	StatusRejected     = "ORDER_REJECTED"
+	StatusCompensated  = "COMPENSATED"
+	StatusLate         = "LATE_AFTER_COMPENSATION"
+	StatusManual       = "MANUAL_REVIEW"
+	StatusResolved     = "RESOLVED_MANUALLY"
+)
+
+// SagaInput starts a ReservationSaga: the ORDER_CREATE_REQUESTED it serves.
+type SagaInput struct {
+	Message events.OrderCreateRequested
+}
+
+// SagaState is what the query handler returns and what the saga ends with.
+type SagaState struct {
+	ReservationID string
+	Status        string
+	OrderID       string    `json:",omitempty"`
+	ExpiresAt     time.Time `json:",omitzero"`
+	Reason        string    `json:",omitempty"`
+	// Steps is the saga's history in words, newest last.
+	Steps []string
+	// Repairs lists the repair signals received and what became of them.
+	Repairs []activities.RepairResult `json:",omitempty"`
+}
+
+// ReservationSaga is the durable life of one reservation after the gateway:
+// create the order (or its durable rejection), then project it, or give the
+// unit back to Redis; anything automation cannot decide waits, visible as
+// ReservationStatus = "MANUAL_REVIEW", for a repair signal.
+func ReservationSaga(ctx workflow.Context, in SagaInput) (SagaState, error) {
+	s := &saga{in: in, state: SagaState{ReservationID: in.Message.ReservationID.String(), Status: StatusReserved}}
+	if err := s.setup(ctx); err != nil {
+		return s.state, err
+	}
+	return s.run(ctx)
+}
+
+type saga struct {
+	in      SagaInput
+	state   SagaState
+	repairs workflow.ReceiveChannel
+}
+
+var act *activities.Activities
+
+func (s *saga) setup(ctx workflow.Context) error {
+	s.repairs = workflow.GetSignalChannel(ctx, SignalRepair)
+	if err := workflow.SetQueryHandler(ctx, QueryState, func() (SagaState, error) { return s.state, nil }); err != nil {
+		return err
+	}
+	return workflow.UpsertTypedSearchAttributes(ctx,
+		SearchActivityID.ValueSet(s.in.Message.ActivityID),
+		SearchSKUID.ValueSet(s.in.Message.SKUID),
+		SearchReservationStatus.ValueSet(StatusReserved))
+}
+
+// dbActivity options: PostgreSQL/Redis work, retried with backoff for as long
+// as it takes (an unknown outcome is not a failure); business outcomes are
+// results, not errors.
+func dbActivity(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    500 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+		},
+	})
+}
+
+func (s *saga) setStatus(ctx workflow.Context, status, step string) {
+	s.state.Status = status
+	s.state.Steps = append(s.state.Steps, step)
+	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchReservationStatus.ValueSet(status)); err != nil {
+		workflow.GetLogger(ctx).Error("upsert search attribute", "error", err)
+	}
+}
+
+func (s *saga) run(ctx workflow.Context) (SagaState, error) {
+	m := s.in.Message
+	var res activities.CreateOrderResult
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.CreateOrder, m).Get(ctx, &res); err != nil {
+		return s.state, err
+	}
+	s.state.Reason = res.Reason
+	switch res.Outcome {
+	case activities.OutcomeCreated:
+		s.state.OrderID, s.state.ExpiresAt = res.OrderID.String(), res.ExpiresAt
+		s.setStatus(ctx, StatusOrderCreated, "order created")
+		var p activities.ProjectionResult
+		if err := workflow.ExecuteActivity(dbActivity(ctx), act.ProjectOrderCreated, activities.ProjectionInput{
+			ReservationID: m.ReservationID, OrderID: res.OrderID, ActivityID: m.ActivityID, SKUID: m.SKUID,
+		}).Get(ctx, &p); err != nil {
+			return s.state, err
+		}
+		if p.Code < 0 {
+			s.state.Steps = append(s.state.Steps, "redis projection not applied: "+p.Text+" (reconciliation rebuilds it)")
+		}
+		return s.state, nil
+	case activities.OutcomeRejected:
+		s.setStatus(ctx, StatusRejected, "order rejected: "+res.Reason)
+		return s.compensate(ctx)
+	case activities.OutcomeLate:
+		s.setStatus(ctx, StatusLate, "late message after a durable decision: "+res.Reason)
+		return s.state, nil
+	case activities.OutcomeManual:
+		s.setStatus(ctx, StatusManual, "manual review: "+res.Reason)
+		return s.awaitRepair(ctx)
+	}
+	return s.state, errors.New("unknown CreateOrder outcome " + string(res.Outcome))
+}
+
+func (s *saga) compensate(ctx workflow.Context) (SagaState, error) {
+	m := s.in.Message
+	var c activities.CompensateResult
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.Compensate, activities.CompensateInput{
+		ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID,
+	}).Get(ctx, &c); err != nil {
+		return s.state, err
+	}
+	if c.Status == StatusCompensated {
+		s.setStatus(ctx, StatusCompensated, "stock given back to redis: "+c.Reason)
+		return s.state, nil
+	}
+	s.state.Reason = c.Reason
+	s.setStatus(ctx, StatusManual, "compensation needs a person: "+c.Reason)
+	return s.awaitRepair(ctx)
+}
+
+// awaitRepair waits for repair signals; each is validated and recorded by
+// the ApplyRepair activity against PostgreSQL, then the saga resumes through
+// the standard transitions.
+func (s *saga) awaitRepair(ctx workflow.Context) (SagaState, error) {
+	for {
+		var req activities.RepairRequest
+		s.repairs.Receive(ctx, &req)
+		req.ReservationID = s.in.Message.ReservationID
+		var r activities.RepairResult
+		if err := workflow.ExecuteActivity(dbActivity(ctx), act.ApplyRepair, req).Get(ctx, &r); err != nil {
+			return s.state, err
+		}
+		s.state.Repairs = append(s.state.Repairs, r)
+		if r.Duplicate {
+			s.state.Steps = append(s.state.Steps, "repair "+req.RepairID+" already recorded: ignored")
+			continue
+		}
+		if !r.Accepted {
+			s.state.Steps = append(s.state.Steps, "repair "+req.Action+" refused: "+r.Reason)
+			continue
+		}
+		switch req.Action {
+		case activities.RepairRetryCompensation:
+			s.setStatus(ctx, StatusRejected, "repair "+req.RepairID+": retry compensation")
+			return s.compensate(ctx)
+		case activities.RepairMarkResolved:
+			s.setStatus(ctx, StatusResolved, "repair "+req.RepairID+": marked resolved by "+req.Operator)
+			return s.state, nil
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package workflows
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/events"
+)
+
+func testMessage() events.OrderCreateRequested {
+	rid := uuid.MustParse("8f1d0c2a-1b2c-8d3e-8f40-5a6b7c8d9e0f")
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	return events.OrderCreateRequested{SchemaVersion: 1, EventType: events.TypeOrderCreateRequested,
+		MessageID: uuid.MustParse("1a2b3c4d-5e6f-8a7b-9c8d-0e1f2a3b4c5d"), MessageKey: rid.String(),
+		RequestID: uuid.MustParse("019c8d22-7600-7fa6-9307-6126afbc703b"), ReservationID: rid,
+		ActivityID: 1001, SKUID: 90001, UserID: 80000001, KeyVersion: 1, ReservedAt: at, BusinessDeadline: at.Add(5 * time.Minute)}
+}
+
+func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterActivity(&activities.Activities{})
+	return env
+}
+
+func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) SagaState {
+	t.Helper()
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("saga did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("saga failed: %v", err)
+	}
+	var st SagaState
+	if err := env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestSagaOrderCreatedProjectsIt(t *testing.T) {
+	env := newEnv(t)
+	m := testMessage()
+	oid := activities.OrderID(m.ReservationID)
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated, OrderID: oid}, nil).Once()
+	env.OnActivity(act.ProjectOrderCreated, mock.Anything, activities.ProjectionInput{ReservationID: m.ReservationID,
+		OrderID: oid, ActivityID: m.ActivityID, SKUID: m.SKUID}).Return(activities.ProjectionResult{Code: 1}, nil).Once()
+	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
+	st := result(t, env)
+	if st.Status != StatusOrderCreated || st.OrderID != oid.String() {
+		t.Fatalf("state = %+v", st)
+	}
+	env.AssertExpectations(t)
+}
+
+func TestSagaRetriesInfrastructureErrors(t *testing.T) {
+	env := newEnv(t)
+	m := testMessage()
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{}, errors.New("connection reset")).Times(3)
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeLate, Reason: "LATE_AFTER_COMPENSATED"}, nil).Once()
+	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
+	if st := result(t, env); st.Status != StatusLate {
+		t.Fatalf("state = %+v", st)
+	}
+	env.AssertExpectations(t)
+}
+
+func TestSagaRejectedCompensates(t *testing.T) {
+	env := newEnv(t)
+	m := testMessage()
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeRejected, Reason: activities.ReasonStockExhausted}, nil)
+	env.OnActivity(act.Compensate, mock.Anything, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}).
+		Return(activities.CompensateResult{Status: StatusCompensated, LuaCode: 1, Reason: "COMPENSATED"}, nil).Once()
+	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
+	st := result(t, env)
+	if st.Status != StatusCompensated || st.Reason != activities.ReasonStockExhausted {
+		t.Fatalf("state = %+v", st)
+	}
+	env.AssertExpectations(t)
+}
+
+// A missing Redis reservation never adds stock: the saga shows MANUAL_REVIEW
+// and waits; a refused repair keeps it waiting; retry-compensation resumes it.
+func TestSagaCompensationMissingKeyWaitsForRepair(t *testing.T) {
+	env := newEnv(t)
+	m := testMessage()
+	in := activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeRejected, Reason: activities.ReasonDeadline}, nil)
+	env.OnActivity(act.Compensate, mock.Anything, in).Return(activities.CompensateResult{Status: StatusManual, LuaCode: -1, Reason: "RESERVATION_MISSING"}, nil).Once()
+	bad := activities.RepairRequest{Action: "delete-everything", RepairID: "r-0", Operator: "ops", Reason: "x", ReservationID: m.ReservationID}
+	good := activities.RepairRequest{Action: activities.RepairRetryCompensation, RepairID: "r-1", Operator: "ops", Reason: "key restored", ReservationID: m.ReservationID}
+	env.OnActivity(act.ApplyRepair, mock.Anything, bad).Return(activities.RepairResult{RepairID: "r-0", Reason: "unknown action"}, nil).Once()
+	env.OnActivity(act.ApplyRepair, mock.Anything, good).Return(activities.RepairResult{RepairID: "r-1", Accepted: true}, nil).Once()
+	env.OnActivity(act.Compensate, mock.Anything, in).Return(activities.CompensateResult{Status: StatusCompensated, LuaCode: 1}, nil).Once()
+
+	var seen []string
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryState)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var st SagaState
+		_ = v.Get(&st)
+		seen = append(seen, st.Status)
+		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: bad.Action, RepairID: bad.RepairID, Operator: bad.Operator, Reason: bad.Reason})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		v, _ := env.QueryWorkflow(QueryState)
+		var st SagaState
+		_ = v.Get(&st)
+		seen = append(seen, st.Status)
+		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: good.Action, RepairID: good.RepairID, Operator: good.Operator, Reason: good.Reason})
+	}, 2*time.Minute)
+	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
+	st := result(t, env)
+	if len(seen) != 2 || seen[0] != StatusManual || seen[1] != StatusManual {
+		t.Fatalf("statuses while waiting = %v, want MANUAL_REVIEW twice", seen)
+	}
+	if st.Status != StatusCompensated || len(st.Repairs) != 2 || st.Repairs[0].Accepted || !st.Repairs[1].Accepted {
+		t.Fatalf("final state = %+v", st)
+	}
+	env.AssertExpectations(t)
+}
+
+func TestSagaPayloadConflictWaitsAndCanBeResolved(t *testing.T) {
+	env := newEnv(t)
+	m := testMessage()
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeManual, Reason: activities.ReasonPayloadConflict}, nil)
+	req := activities.RepairRequest{Action: activities.RepairMarkResolved, RepairID: "r-9", Operator: "ops", Reason: "duplicate publisher bug, INC-1", ReservationID: m.ReservationID}
+	env.OnActivity(act.ApplyRepair, mock.Anything, req).Return(activities.RepairResult{RepairID: "r-9", Accepted: true}, nil).Once()
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: req.Action, RepairID: req.RepairID, Operator: req.Operator, Reason: req.Reason})
+	}, time.Hour)
+	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
+	if st := result(t, env); st.Status != StatusResolved {
+		t.Fatalf("state = %+v", st)
+	}
+}
