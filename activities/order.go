@@ -223,8 +223,8 @@ func (a *Activities) createOrReject(ctx context.Context, tx pgx.Tx, m events.Ord
 	}
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO inventory_ledger (idempotency_key, activity_id, sku_id, reservation_id, order_id, change_type, delta_available, delta_occupied)
-		VALUES ('OCCUPY:' || $1::text, $2, $3, $1, $4, 'OCCUPY', -1, 1)`,
-		m.ReservationID, m.ActivityID, m.SKUID, orderID); err != nil {
+		VALUES ($5, $2, $3, $1, $4, 'OCCUPY', -1, 1)`,
+		m.ReservationID, m.ActivityID, m.SKUID, orderID, "OCCUPY:"+m.ReservationID.String()); err != nil {
 		return CreateOrderResult{}, fmt.Errorf("ledger occupy: %w", err)
 	}
 	tag, err = tx.Exec(ctx, `

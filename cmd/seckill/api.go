@@ -2,15 +2,10 @@ package main
 
 import (
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/failpoint"
-	"github.com/seckill/seckill/internal/metrics"
-	"github.com/seckill/seckill/internal/mq"
-	"github.com/seckill/seckill/internal/pg"
-	"github.com/seckill/seckill/internal/redisx"
-	"github.com/seckill/seckill/internal/reservation"
 )
 
 func newAPICmd() *cobra.Command {
@@ -22,46 +17,20 @@ func newAPICmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			pool, err := pg.Open(ctx, b.cfg.PostgresDSN, b.cfg.PGMaxConns)
+			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-gateway", false, b.log)
 			if err != nil {
 				return err
 			}
-			defer pool.Close()
-			rdb, err := redisx.Open(ctx, b.cfg.RedisAddr, b.cfg.RedisPoolSize)
-			if err != nil {
-				return err
-			}
-			defer rdb.Close()
-			prod, err := mq.NewProducer(b.cfg.RocketMQNameServers, "seckill-gateway", mq.WithSendTimeout(b.cfg.MQSendTimeout))
-			if err != nil {
-				return err
-			}
-			defer prod.Close()
-			d, err := b.deriver()
-			if err != nil {
-				return err
-			}
-			authn, err := b.authenticator()
-			if err != nil {
-				return err
-			}
+			defer conns.Close()
 			fp, err := failpoint.FromEnv()
 			if err != nil {
 				return err
 			}
-			res, err := reservation.NewReserver(rdb, d, prod, reservation.Options{
-				Topic: b.cfg.TopicOrderCreate, SendTimeout: b.cfg.MQSendTimeout, SendDueDelay: b.cfg.SendDueDelay,
-				ReservationTTL: b.cfg.ReservationTTL, MaxAttempts: b.cfg.SendMaxAttempts, SoldOutMemo: b.cfg.SoldOutMemo,
-			}, metrics.NewReservation(b.reg), fp, b.log)
+			h, err := app.APIHandler(b.cfg, conns, b.reg, fp, b.log)
 			if err != nil {
 				return err
 			}
-			h := api.NewRouter(api.Deps{Auth: authn, Reserver: res, Status: reservation.NewStatusReader(rdb, pool),
-				Pool: pool, Redis: rdb, Metrics: metrics.Handler(b.reg), Log: b.log})
-			g, gctx := errgroup.WithContext(ctx)
-			serveHTTP(gctx, g, api.Server(b.cfg.HTTPAddr, h), b.log, "api")
-			return g.Wait()
+			return app.ServeHTTP(cmd.Context(), api.Server(b.cfg.HTTPAddr, h), b.log, "api")
 		},
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/seckill/seckill/internal/app"
 )
 
 func newTokenCmd() *cobra.Command {
@@ -18,7 +20,7 @@ func newTokenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := b.authenticator()
+			a, err := app.Authenticator(b.cfg)
 			if err != nil {
 				return err
 			}

@@ -68,6 +68,8 @@ type Config struct {
 	// ConsumerConcurrency bounds the saga starter's RocketMQ consumer so a
 	// backlog cannot overrun Temporal or PostgreSQL (seed §11.3).
 	ConsumerConcurrency int `env:"SECKILL_CONSUMER_CONCURRENCY" envDefault:"16"`
+	// StarterGroup is the RocketMQ consumer group of the saga starter.
+	StarterGroup string `env:"SECKILL_STARTER_GROUP" envDefault:"saga-starter"`
 
 	LogLevel string `env:"SECKILL_LOG_LEVEL" envDefault:"info"`
 }
@@ -145,6 +147,7 @@ func (c Config) Validate() error {
 		{"SECKILL_TEMPORAL_TASK_QUEUE", c.TemporalTaskQueue},
 		{"SECKILL_TOPIC_ORDER_CREATE", c.TopicOrderCreate},
 		{"SECKILL_TOPIC_EVENTS", c.TopicEvents},
+		{"SECKILL_STARTER_GROUP", c.StarterGroup},
 		{"SECKILL_ADMIN_TOKEN", c.AdminToken},
 	}
 	for _, p := range nonEmpty {

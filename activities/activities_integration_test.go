@@ -1,0 +1,413 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/internal/sale"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/lua"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type rig struct {
+	pool *pgxpool.Pool
+	rdb  *redis.Client
+	acts *activities.Activities
+	fp   *failpoint.Set
+	k    lua.Keys
+	ids  *ids.Deriver
+}
+
+// newRig: a fresh database, a sale of one SKU with stock in PostgreSQL and
+// redisStock in Redis (they differ when a test wants Redis to over-admit).
+func newRig(t *testing.T, pgStock, redisStock int64) *rig {
+	t.Helper()
+	cfg := testenv.Require(t)
+	dsn, pool := testenv.Database(t, cfg)
+	_ = dsn
+	rdb := testenv.Redis(t, cfg)
+	ctx := context.Background()
+	a := sale.Activity{ActivityID: testenv.ActivityID(), Name: "t", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
+		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300, SKUs: []sale.SKU{{SKUID: 3, Stock: redisStock, PriceCents: 1999}}}
+	if _, err := sale.Setup(ctx, pool, rdb, a); err != nil {
+		t.Fatal(err)
+	}
+	if pgStock != redisStock {
+		if _, err := pool.Exec(ctx, `UPDATE sku_inventory SET initial_stock = $3, available_stock = $3 WHERE activity_id = $1 AND sku_id = $2`,
+			a.ActivityID, 3, pgStock); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := lua.Keys{ActivityID: a.ActivityID, SKUID: 3}
+	t.Cleanup(func() {
+		rdb.SRem(ctx, lua.ActiveSKUs, fmt.Sprintf("%d:3", a.ActivityID))
+		if ks, _ := rdb.Keys(ctx, fmt.Sprintf("seckill:{%d:3}:*", a.ActivityID)).Result(); len(ks) > 0 {
+			rdb.Del(ctx, ks...)
+		}
+	})
+	verify, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(verify.Close)
+	fp := &failpoint.Set{}
+	acts, err := activities.New(pool, verify, rdb, fp, quiet, cfg.TopicOrderCreate, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := cfg.IDKeys()
+	d, _ := ids.NewDeriver(keys, cfg.IDKeyVersion)
+	return &rig{pool: pool, rdb: rdb, acts: acts, fp: fp, k: k, ids: d}
+}
+
+// reserve admits user in Redis (lua/reserve.lua) and returns its message.
+func (r *rig) reserve(t *testing.T, user int64) events.OrderCreateRequested {
+	t.Helper()
+	req := uuid.New()
+	id, _ := r.ids.ForRequest(0, r.k.ActivityID, r.k.SKUID, user, req)
+	now := time.Now().UnixMilli()
+	res, err := lua.Reserve.Run(context.Background(), r.rdb, []string{r.k.Counter(), r.k.Meta(), r.k.Reservation(id.ReservationID.String()),
+		r.k.Request(user, req.String()), r.k.User(user), r.k.SendDue()},
+		id.ReservationID.String(), id.MessageID.String(), req.String(), user, r.k.ActivityID, r.k.SKUID, now, 1, 1, 3600000, now+3000).Slice()
+	if err != nil || res[0].(int64) != 1 {
+		t.Fatalf("reserve user %d: %v %v", user, res, err)
+	}
+	return reservation.Fields{ReservationID: id.ReservationID, MessageID: id.MessageID, RequestID: req, ActivityID: r.k.ActivityID,
+		SKUID: r.k.SKUID, UserID: user, SchemaVersion: 1, KeyVersion: 1, ReservedAtMS: now, DeadlineMS: res[2].(int64)}.Message()
+}
+
+func (r *rig) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := r.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func (r *rig) stock(t *testing.T) (initial, avail, occ, sold int) {
+	t.Helper()
+	if err := r.pool.QueryRow(context.Background(), `SELECT initial_stock, available_stock, occupied_stock, sold_stock FROM sku_inventory
+		WHERE activity_id = $1 AND sku_id = $2`, r.k.ActivityID, r.k.SKUID).Scan(&initial, &avail, &occ, &sold); err != nil {
+		t.Fatal(err)
+	}
+	return
+}
+
+func (r *rig) redisCounters(t *testing.T) (initial, avail, open, committed int) {
+	t.Helper()
+	v := r.rdb.HMGet(context.Background(), r.k.Counter(), "initial", "available", "open_reserved", "committed").Val()
+	n := func(x any) int {
+		var i int
+		fmt.Sscan(fmt.Sprint(x), &i)
+		return i
+	}
+	return n(v[0]), n(v[1]), n(v[2]), n(v[3])
+}
+
+func TestSameMessageTenThousandTimesConcurrently(t *testing.T) {
+	r := newRig(t, 10, 10)
+	m := r.reserve(t, 1)
+	const n = 10000
+	var wg sync.WaitGroup
+	results := make([]activities.CreateOrderResult, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, 64)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i], errs[i] = r.acts.CreateOrder(context.Background(), m)
+		}()
+	}
+	wg.Wait()
+	created := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("delivery %d: %v", i, errs[i])
+		}
+		if results[i].Outcome != activities.OutcomeCreated || results[i].OrderID != activities.OrderID(m.ReservationID) {
+			t.Fatalf("delivery %d: %+v", i, results[i])
+		}
+		if !results[i].Duplicate {
+			created++
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d deliveries created the order, want 1", created)
+	}
+	checks := []struct {
+		name string
+		sql  string
+		want int
+	}{
+		{"inbox rows", `SELECT count(*) FROM consumer_inbox WHERE message_id = $1`, 1},
+		{"orders", `SELECT count(*) FROM orders WHERE reservation_id = $1`, 1},
+		{"ledger occupy rows", `SELECT count(*) FROM inventory_ledger WHERE reservation_id = $1 AND change_type = 'OCCUPY'`, 1},
+		{"ORDER_CREATED outbox rows", `SELECT count(*) FROM event_outbox WHERE event_type = 'ORDER_CREATED' AND payload->>'reservation_id' = $1::text`, 1},
+	}
+	for _, c := range checks {
+		arg := any(m.ReservationID)
+		if c.name == "inbox rows" {
+			arg = m.MessageID
+		}
+		if got := r.count(t, c.sql, arg); got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, got, c.want)
+		}
+	}
+	if initial, avail, occ, sold := r.stock(t); avail != 9 || occ != 1 || initial != avail+occ+sold {
+		t.Fatalf("stock = %d/%d/%d/%d, want one decrement", initial, avail, occ, sold)
+	}
+}
+
+func TestSameMessageIDDifferentPayloadIsManual(t *testing.T) {
+	r := newRig(t, 10, 10)
+	m := r.reserve(t, 1)
+	if res, err := r.acts.CreateOrder(context.Background(), m); err != nil || res.Outcome != activities.OutcomeCreated {
+		t.Fatal(res, err)
+	}
+	forged := m
+	forged.UserID = 999
+	res, err := r.acts.CreateOrder(context.Background(), forged)
+	if err != nil || res.Outcome != activities.OutcomeManual || res.Reason != activities.ReasonPayloadConflict {
+		t.Fatalf("forged duplicate = %+v, %v", res, err)
+	}
+	if got := r.count(t, `SELECT count(*) FROM orders WHERE user_id = 999`); got != 0 {
+		t.Fatal("forged payload created an order")
+	}
+}
+
+func TestPGStockExhaustedCompensatesRedisOnceEach(t *testing.T) {
+	r := newRig(t, 3, 5) // Redis admits 5, PostgreSQL has 3
+	ctx := context.Background()
+	var msgs []events.OrderCreateRequested
+	for u := range 5 {
+		msgs = append(msgs, r.reserve(t, int64(100+u)))
+	}
+	var rejected []events.OrderCreateRequested
+	for _, m := range msgs {
+		res, err := r.acts.CreateOrder(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch res.Outcome {
+		case activities.OutcomeCreated:
+			if p, err := r.acts.ProjectOrderCreated(ctx, activities.ProjectionInput{ReservationID: m.ReservationID, OrderID: res.OrderID,
+				ActivityID: m.ActivityID, SKUID: m.SKUID}); err != nil || p.Code != 1 {
+				t.Fatalf("projection = %+v, %v", p, err)
+			}
+		case activities.OutcomeRejected:
+			if res.Reason != activities.ReasonStockExhausted {
+				t.Fatalf("rejected for %s", res.Reason)
+			}
+			rejected = append(rejected, m)
+		default:
+			t.Fatalf("outcome %v", res.Outcome)
+		}
+	}
+	if len(rejected) != 2 {
+		t.Fatalf("%d rejected, want 2", len(rejected))
+	}
+	if got := r.count(t, `SELECT count(*) FROM compensation_task WHERE status = 'PENDING'`); got != 2 {
+		t.Fatalf("compensation tasks = %d", got)
+	}
+	// One of them: 10,000 concurrent compensations restore exactly one unit.
+	const n = 10000
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	for range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: rejected[0].ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, activities.ErrLeaseHeld):
+				outcomes["lease held"]++
+			case err != nil:
+				t.Errorf("compensate: %v", err)
+			default:
+				outcomes[c.Status]++
+			}
+		}()
+	}
+	wg.Wait()
+	if outcomes["COMPENSATED"] == 0 || outcomes["MANUAL_REVIEW"] != 0 {
+		t.Fatalf("outcomes = %v", outcomes)
+	}
+	if _, avail, open, committed := r.redisCounters(t); avail != 1 || open != 1 || committed != 3 {
+		t.Fatalf("redis after one compensation: available %d open %d committed %d, want 1/1/3", avail, open, committed)
+	}
+	// The same compensation script run 10,000 times concurrently: still +1 once.
+	rid := rejected[0].ReservationID.String()
+	for range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res, err := lua.Compensate.Run(ctx, r.rdb, []string{r.k.Reservation(rid), r.k.Counter(), r.k.CompensationMarker(rid)},
+				rid, activities.CompensationKey(rejected[0].ReservationID), time.Now().UnixMilli(), 3600000).Slice()
+			if err != nil || res[0].(int64) != 2 {
+				t.Errorf("repeat compensate.lua = %v, %v, want ALREADY_COMPENSATED", res, err)
+			}
+		}()
+	}
+	wg.Wait()
+	// The second rejected one compensates normally.
+	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: rejected[1].ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); err != nil || c.Status != "COMPENSATED" {
+		t.Fatalf("second compensation = %+v, %v", c, err)
+	}
+	initial, avail, open, committed := r.redisCounters(t)
+	if avail != 2 || open != 0 || committed != 3 || initial != avail+open+committed {
+		t.Fatalf("redis = %d/%d/%d/%d, want 5 = 2 + 0 + 3", initial, avail, open, committed)
+	}
+	if got := r.count(t, `SELECT count(*) FROM inventory_reservation WHERE status = 'COMPENSATED'`); got != 2 {
+		t.Fatalf("COMPENSATED reservations = %d", got)
+	}
+	if got := r.count(t, `SELECT count(*) FROM compensation_task WHERE status = 'APPLIED'`); got != 2 {
+		t.Fatalf("APPLIED tasks = %d", got)
+	}
+	// I7 cross-system: Redis committed = PG occupied + sold.
+	if _, _, occ, sold := r.stock(t); committed != occ+sold {
+		t.Fatalf("redis committed %d != pg occupied %d + sold %d", committed, occ, sold)
+	}
+}
+
+func TestCompensationWithMissingRedisKeyNeverAddsStock(t *testing.T) {
+	r := newRig(t, 0, 1)
+	ctx := context.Background()
+	m := r.reserve(t, 1)
+	if res, _ := r.acts.CreateOrder(ctx, m); res.Outcome != activities.OutcomeRejected {
+		t.Fatalf("outcome %v", res.Outcome)
+	}
+	r.rdb.Del(ctx, r.k.Reservation(m.ReservationID.String())) // e.g. lost in a failover
+	c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID})
+	if err != nil || c.Status != "MANUAL_REVIEW" || c.LuaCode != -1 {
+		t.Fatalf("compensate = %+v, %v", c, err)
+	}
+	if _, avail, _, _ := r.redisCounters(t); avail != 0 {
+		t.Fatalf("redis stock added blindly: available %d", avail)
+	}
+	if got := r.count(t, `SELECT count(*) FROM compensation_task WHERE status = 'MANUAL'`); got != 1 {
+		t.Fatal("task not MANUAL")
+	}
+	if got := r.count(t, `SELECT count(*) FROM inventory_reservation WHERE status = 'MANUAL_REVIEW'`); got != 1 {
+		t.Fatal("reservation not MANUAL_REVIEW")
+	}
+}
+
+func TestCommitOutcomeUnknownResolvesByInbox(t *testing.T) {
+	r := newRig(t, 5, 5)
+	m := r.reserve(t, 1)
+	r.fp.Arm(failpoint.DuringCommitResponse, 1)
+	res, err := r.acts.CreateOrder(context.Background(), m)
+	if err != nil || res.Outcome != activities.OutcomeCreated || !res.Duplicate {
+		t.Fatalf("after lost commit answer = %+v, %v; want the committed result read back", res, err)
+	}
+	if got := r.count(t, `SELECT count(*) FROM compensation_task`); got != 0 {
+		t.Fatal("compensation created on an unknown commit")
+	}
+	if _, avail, occ, _ := r.stock(t); avail != 4 || occ != 1 {
+		t.Fatalf("stock %d/%d", avail, occ)
+	}
+	// A commit that did not happen: the failpoint fires before commit and the
+	// transaction rolls back; the retry (same message_id) creates the order once.
+	m2 := r.reserve(t, 2)
+	r.fp.Arm(failpoint.AfterOrderInsert, 1)
+	if _, err := r.acts.CreateOrder(context.Background(), m2); !errors.Is(err, failpoint.ErrInjected) {
+		t.Fatalf("crash mid-transaction = %v", err)
+	}
+	if got := r.count(t, `SELECT count(*) FROM consumer_inbox WHERE message_id = $1`, m2.MessageID); got != 0 {
+		t.Fatal("rolled-back transaction left an inbox row")
+	}
+	if res, err := r.acts.CreateOrder(context.Background(), m2); err != nil || res.Outcome != activities.OutcomeCreated || res.Duplicate {
+		t.Fatalf("retry = %+v, %v", res, err)
+	}
+	if _, avail, occ, _ := r.stock(t); avail != 3 || occ != 2 {
+		t.Fatalf("stock %d/%d after retry", avail, occ)
+	}
+}
+
+func TestLateMessageAfterDurableRejection(t *testing.T) {
+	r := newRig(t, 5, 5)
+	ctx := context.Background()
+	m := r.reserve(t, 1)
+	// The reservation was durably rejected (e.g. by reconciliation past its
+	// deadline) and compensated before its message arrived.
+	if _, err := r.pool.Exec(ctx, `INSERT INTO inventory_reservation (reservation_id, request_id, activity_id, sku_id, user_id, message_id,
+		status, reason_code, reserved_at, business_deadline) VALUES ($1, $2, $3, $4, $5, $6, 'COMPENSATED', 'BUSINESS_DEADLINE_EXCEEDED', $7, $8)`,
+		m.ReservationID, m.RequestID, m.ActivityID, m.SKUID, m.UserID, m.MessageID, m.ReservedAt, m.BusinessDeadline); err != nil {
+		t.Fatal(err)
+	}
+	_, availBefore, _, _ := r.redisCounters(t)
+	res, err := r.acts.CreateOrder(ctx, m)
+	if err != nil || res.Outcome != activities.OutcomeLate {
+		t.Fatalf("late message = %+v, %v", res, err)
+	}
+	if r.count(t, `SELECT count(*) FROM orders`) != 0 || r.count(t, `SELECT count(*) FROM compensation_task`) != 0 {
+		t.Fatal("late message created an order or a second compensation")
+	}
+	if _, avail, _, _ := r.redisCounters(t); avail != availBefore {
+		t.Fatal("late message moved redis stock")
+	}
+	if _, avail, occ, _ := r.stock(t); avail != 5 || occ != 0 {
+		t.Fatal("late message moved pg stock")
+	}
+}
+
+func TestDeadlinePassedIsDurablyRejected(t *testing.T) {
+	r := newRig(t, 5, 5)
+	m := r.reserve(t, 1)
+	m.BusinessDeadline = m.ReservedAt.Add(time.Millisecond) // hard deadline long gone
+	res, err := r.acts.CreateOrder(context.Background(), m)
+	if err != nil || res.Outcome != activities.OutcomeRejected || res.Reason != activities.ReasonDeadline {
+		t.Fatalf("= %+v, %v", res, err)
+	}
+	if r.count(t, `SELECT count(*) FROM compensation_task`) != 1 || r.count(t, `SELECT count(*) FROM event_outbox WHERE event_type = 'RESERVATION_COMPENSATE_REQUIRED'`) != 1 {
+		t.Fatal("rejection without its task and outbox event")
+	}
+}
+
+func TestSecondOrderOfAUserRestoresStockInTransaction(t *testing.T) {
+	r := newRig(t, 5, 5)
+	ctx := context.Background()
+	m1 := r.reserve(t, 1)
+	if res, _ := r.acts.CreateOrder(ctx, m1); res.Outcome != activities.OutcomeCreated {
+		t.Fatal(res)
+	}
+	// Redis lost its user guard (failover): the same user got a second reservation.
+	r.rdb.Del(ctx, r.k.User(1))
+	m2 := r.reserve(t, 1)
+	res, err := r.acts.CreateOrder(ctx, m2)
+	if err != nil || res.Outcome != activities.OutcomeRejected || res.Reason != activities.ReasonDuplicateOrder {
+		t.Fatalf("second order = %+v, %v", res, err)
+	}
+	if initial, avail, occ, sold := r.stock(t); avail != 4 || occ != 1 || initial != avail+occ+sold {
+		t.Fatalf("stock %d/%d/%d: the duplicate's unit was not restored", initial, avail, occ)
+	}
+}

@@ -1,0 +1,220 @@
+// Package app composes seckill's processes from their parts: the gateway
+// (API) and the workers. cmd/seckill runs them; the end-to-end tests and the
+// demo run the very same composition in-process.
+package app
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/auth"
+	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/redisx"
+	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/internal/temporalx"
+	"github.com/seckill/seckill/workers/outboxrelay"
+	"github.com/seckill/seckill/workers/sagastarter"
+	"github.com/seckill/seckill/workers/sagaworker"
+	"github.com/seckill/seckill/workers/senddue"
+)
+
+// Worker parts `seckill worker` can run.
+const (
+	PartSendDue = "senddue"
+	PartStarter = "starter"
+	PartSaga    = "saga"
+	PartOutbox  = "outbox"
+)
+
+// AllParts lists every worker part.
+var AllParts = []string{PartSendDue, PartStarter, PartSaga, PartOutbox}
+
+// Conns are the shared connections of a process. Close releases them.
+type Conns struct {
+	Pool     *pgxpool.Pool
+	Verify   *pgxpool.Pool // fresh connections to settle unknown commits
+	Redis    *redis.Client
+	Producer *mq.Producer
+	Temporal client.Client // nil unless dialled
+}
+
+// Open connects to PostgreSQL, Redis and RocketMQ (and Temporal if withTemporal).
+func Open(ctx context.Context, cfg config.Config, producerGroup string, withTemporal bool, log *slog.Logger) (*Conns, error) {
+	c := &Conns{}
+	var err error
+	if c.Pool, err = pg.Open(ctx, cfg.PostgresDSN, cfg.PGMaxConns); err != nil {
+		return nil, err
+	}
+	if c.Verify, err = pg.Open(ctx, cfg.PostgresDSN, 2); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if c.Redis, err = redisx.Open(ctx, cfg.RedisAddr, cfg.RedisPoolSize); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if c.Producer, err = mq.NewProducer(cfg.RocketMQNameServers, producerGroup, mq.WithSendTimeout(cfg.MQSendTimeout)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if withTemporal {
+		if c.Temporal, err = temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, log); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Close releases every connection that was opened.
+func (c *Conns) Close() {
+	if c.Temporal != nil {
+		c.Temporal.Close()
+	}
+	if c.Producer != nil {
+		c.Producer.Close()
+	}
+	if c.Redis != nil {
+		c.Redis.Close()
+	}
+	if c.Verify != nil {
+		c.Verify.Close()
+	}
+	if c.Pool != nil {
+		c.Pool.Close()
+	}
+}
+
+// Authenticator builds the token verifier from the config.
+func Authenticator(cfg config.Config) (*auth.Authenticator, error) {
+	secret, err := hex.DecodeString(cfg.AuthSecret)
+	if err != nil {
+		return nil, fmt.Errorf("SECKILL_AUTH_SECRET: %w", err)
+	}
+	return auth.New(secret, cfg.AdminToken)
+}
+
+// Deriver builds the stable-ID deriver from the config.
+func Deriver(cfg config.Config) (*ids.Deriver, error) {
+	keys, err := cfg.IDKeys()
+	if err != nil {
+		return nil, err
+	}
+	return ids.NewDeriver(keys, cfg.IDKeyVersion)
+}
+
+// APIHandler builds the gateway's HTTP handler on conns.
+func APIHandler(cfg config.Config, conns *Conns, reg *prometheus.Registry, fp *failpoint.Set, log *slog.Logger) (http.Handler, error) {
+	d, err := Deriver(cfg)
+	if err != nil {
+		return nil, err
+	}
+	authn, err := Authenticator(cfg)
+	if err != nil {
+		return nil, err
+	}
+	res, err := reservation.NewReserver(conns.Redis, d, conns.Producer, reservation.Options{
+		Topic: cfg.TopicOrderCreate, SendTimeout: cfg.MQSendTimeout, SendDueDelay: cfg.SendDueDelay,
+		ReservationTTL: cfg.ReservationTTL, MaxAttempts: cfg.SendMaxAttempts, SoldOutMemo: cfg.SoldOutMemo,
+	}, metrics.NewReservation(reg), fp, log)
+	if err != nil {
+		return nil, err
+	}
+	return api.NewRouter(api.Deps{Auth: authn, Reserver: res, Status: reservation.NewStatusReader(conns.Redis, conns.Pool),
+		Pool: conns.Pool, Redis: conns.Redis, Metrics: metrics.Handler(reg), Log: log}), nil
+}
+
+// RunWorkers runs the given parts on conns until ctx ends. conns.Temporal
+// must be set for the starter and saga parts.
+func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, parts []string, reg *prometheus.Registry,
+	fp *failpoint.Set, log *slog.Logger) error {
+	run := func(p string) bool { return slices.Contains(parts, p) }
+	if (run(PartStarter) || run(PartSaga)) && conns.Temporal == nil {
+		return errors.New("app: starter and saga parts need a Temporal client")
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	if run(PartSendDue) {
+		scan, err := senddue.New(conns.Redis, conns.Producer, senddue.Options{Topic: cfg.TopicOrderCreate, Lease: cfg.SendLease,
+			SendTimeout: cfg.MQSendTimeout, MaxAttempts: cfg.SendMaxAttempts, Interval: 200 * time.Millisecond},
+			metrics.NewReservation(reg), log)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return scan.Run(gctx) })
+	}
+	if run(PartOutbox) {
+		relay, err := outboxrelay.New(conns.Pool, conns.Producer, outboxrelay.Options{Topic: cfg.TopicEvents, SendTimeout: cfg.MQSendTimeout}, reg, log)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return relay.Run(gctx) })
+	}
+	if run(PartSaga) {
+		acts, err := activities.New(conns.Pool, conns.Verify, conns.Redis, fp, log, cfg.TopicOrderCreate, cfg.ReservationTTL)
+		if err != nil {
+			return err
+		}
+		w := sagaworker.New(conns.Temporal, cfg.TemporalTaskQueue, acts, int(cfg.PGMaxConns))
+		if err := w.Start(); err != nil {
+			return fmt.Errorf("start temporal worker: %w", err)
+		}
+		defer w.Stop()
+	}
+	if run(PartStarter) {
+		st, err := sagastarter.New(conns.Pool, conns.Temporal, cfg.TemporalTaskQueue, reg, log)
+		if err != nil {
+			return err
+		}
+		cons, err := mq.NewConsumer(cfg.RocketMQNameServers, cfg.StarterGroup, cfg.TopicOrderCreate, st.Handle,
+			mq.ConsumerOptions{Concurrency: cfg.ConsumerConcurrency})
+		if err != nil {
+			return err
+		}
+		if err := cons.Start(); err != nil {
+			return err
+		}
+		defer cons.Close()
+	}
+	log.Info("worker.started", "parts", parts)
+	<-gctx.Done()
+	return g.Wait()
+}
+
+// ServeHTTP runs srv until ctx ends, then shuts it down gracefully.
+func ServeHTTP(ctx context.Context, srv *http.Server, log *slog.Logger, what string) error {
+	errc := make(chan error, 1)
+	go func() {
+		log.Info("http.listening", "what", what, "addr", srv.Addr)
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("%s on %s: %w", what, srv.Addr, err)
+		}
+		close(errc)
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
