@@ -5,6 +5,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,9 @@ const (
 
 // NewRouter builds the HTTP handler.
 func NewRouter(d Deps) http.Handler {
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, recoverer(d.Log))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -66,6 +70,11 @@ func NewRouter(d Deps) http.Handler {
 	}
 	h := &handlers{d: d}
 	r.Route("/v1", func(r chi.Router) {
+		r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/yaml")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(OpenAPI)
+		})
 		r.Group(func(r chi.Router) {
 			r.Use(h.requireUser)
 			r.Post("/activities/{activity_id}/skus/{sku_id}/reservations", h.reserve)
@@ -79,10 +88,33 @@ func NewRouter(d Deps) http.Handler {
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, apiError{Code: "NOT_FOUND", Message: "no such endpoint"})
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		allow := allowedMethods(r, req)
+		if len(allow) == 0 { // no method at all serves this path
+			writeError(w, http.StatusNotFound, apiError{Code: "NOT_FOUND", Message: "no such endpoint"})
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
 		writeError(w, http.StatusMethodNotAllowed, apiError{Code: "METHOD_NOT_ALLOWED", Message: "method not allowed on this endpoint"})
 	})
 	return r
+}
+
+// allowedMethods lists the methods routed for the request's path, for the
+// Allow header every 405 answer must carry (RFC 9110 §15.5.6).
+func allowedMethods(mx *chi.Mux, r *http.Request) []string {
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		if mx.Match(chi.NewRouteContext(), m, path) {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 type handlers struct{ d Deps }
@@ -191,19 +223,16 @@ func (h *handlers) reserve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	field := "Idempotency-Key" // where the key came from, for the error answer
 	switch {
 	case key == "" && body.RequestID == "":
 		invalid(w, "Idempotency-Key", "required: a UUID naming this request; reuse it when retrying")
 		return
-	case key != "" && body.RequestID != "" && key != body.RequestID:
+	case key != "" && body.RequestID != "" && !strings.EqualFold(key, body.RequestID):
 		invalid(w, "request_id", "differs from the Idempotency-Key header")
 		return
 	case key == "":
-		key = body.RequestID
-	}
-	field := "Idempotency-Key"
-	if r.Header.Get("Idempotency-Key") == "" {
-		field = "request_id"
+		key, field = body.RequestID, "request_id"
 	}
 	requestID, err := uuid.Parse(key)
 	if err != nil || len(key) != 36 || requestID == uuid.Nil {
@@ -291,9 +320,9 @@ func (h *handlers) setupSale(w http.ResponseWriter, r *http.Request) {
 
 // decodeOptional decodes a JSON object body if there is one.
 func decodeOptional(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readBody(w, r, limit)
 	if err != nil {
-		return fmt.Errorf("larger than %d bytes", limit)
+		return err
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil
@@ -302,9 +331,9 @@ func decodeOptional(w http.ResponseWriter, r *http.Request, limit int64, v any) 
 }
 
 func decodeRequired(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readBody(w, r, limit)
 	if err != nil {
-		return fmt.Errorf("larger than %d bytes", limit)
+		return err
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return errors.New("a JSON object is required")
@@ -312,17 +341,33 @@ func decodeRequired(w http.ResponseWriter, r *http.Request, limit int64, v any) 
 	return strictJSON(body, v)
 }
 
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	case err != nil:
+		return nil, fmt.Errorf("could not be read: %v", err)
+	}
+	return body, nil
+}
+
 func strictJSON(body []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
+			if te.Field == "" {
+				return errors.New("must be a JSON object")
+			}
 			return fmt.Errorf("field %s: wrong type, want %s", te.Field, te.Type)
 		}
 		return fmt.Errorf("not valid JSON: %v", err)
 	}
-	if dec.More() {
+	// Not dec.More(): it reports false for a stray '}' or ']'.
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
 		return errors.New("trailing data after the JSON object")
 	}
 	return nil

@@ -26,7 +26,7 @@ func newAPICmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, err := app.APIHandler(b.cfg, conns, b.reg, fp, b.log)
+			h, err := app.APIHandler(b.cfg, conns, b.tel, fp, b.log)
 			if err != nil {
 				return err
 			}

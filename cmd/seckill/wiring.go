@@ -4,21 +4,18 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/logx"
-	"github.com/seckill/seckill/internal/metrics"
 )
 
 // base is what every long-running subcommand starts from.
 type base struct {
 	cfg config.Config
 	log *slog.Logger
-	reg *prometheus.Registry
+	tel *app.Telemetry
 }
 
 func loadBase() (base, error) {
@@ -26,7 +23,7 @@ func loadBase() (base, error) {
 	if err != nil {
 		return base{}, err
 	}
-	return base{cfg: cfg, log: logx.New(os.Stderr, cfg.LogLevel), reg: metrics.NewRegistry()}, nil
+	return base{cfg: cfg, log: logx.New(os.Stderr, cfg.LogLevel), tel: app.NewTelemetry()}, nil
 }
 
 func (b base) deriver() (*ids.Deriver, error) { return app.Deriver(b.cfg) }

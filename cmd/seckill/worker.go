@@ -50,9 +50,9 @@ Metrics are served on SECKILL_METRICS_ADDR/metrics.`,
 				return err
 			}
 			g, gctx := errgroup.WithContext(cmd.Context())
-			g.Go(func() error { return app.RunWorkers(gctx, b.cfg, conns, parts, b.reg, fp, b.log) })
+			g.Go(func() error { return app.RunWorkers(gctx, b.cfg, conns, parts, b.tel, fp, b.log) })
 			g.Go(func() error {
-				return app.ServeHTTP(gctx, api.Server(b.cfg.MetricsAddr, metrics.Handler(b.reg)), b.log, "metrics")
+				return app.ServeHTTP(gctx, api.Server(b.cfg.MetricsAddr, metrics.Handler(b.tel.Registry)), b.log, "metrics")
 			})
 			return g.Wait()
 		},

@@ -104,6 +104,19 @@ func (c *Conns) Close() {
 	}
 }
 
+// Telemetry is a process's metrics registry and the metric sets shared by
+// its parts (a demo runs the gateway and the scanner in one process).
+type Telemetry struct {
+	Registry    *prometheus.Registry
+	Reservation *metrics.Reservation
+}
+
+// NewTelemetry returns a fresh registry with every shared metric set registered.
+func NewTelemetry() *Telemetry {
+	reg := metrics.NewRegistry()
+	return &Telemetry{Registry: reg, Reservation: metrics.NewReservation(reg)}
+}
+
 // Authenticator builds the token verifier from the config.
 func Authenticator(cfg config.Config) (*auth.Authenticator, error) {
 	secret, err := hex.DecodeString(cfg.AuthSecret)
@@ -123,7 +136,7 @@ func Deriver(cfg config.Config) (*ids.Deriver, error) {
 }
 
 // APIHandler builds the gateway's HTTP handler on conns.
-func APIHandler(cfg config.Config, conns *Conns, reg *prometheus.Registry, fp *failpoint.Set, log *slog.Logger) (http.Handler, error) {
+func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.Set, log *slog.Logger) (http.Handler, error) {
 	d, err := Deriver(cfg)
 	if err != nil {
 		return nil, err
@@ -135,18 +148,19 @@ func APIHandler(cfg config.Config, conns *Conns, reg *prometheus.Registry, fp *f
 	res, err := reservation.NewReserver(conns.Redis, d, conns.Producer, reservation.Options{
 		Topic: cfg.TopicOrderCreate, SendTimeout: cfg.MQSendTimeout, SendDueDelay: cfg.SendDueDelay,
 		ReservationTTL: cfg.ReservationTTL, MaxAttempts: cfg.SendMaxAttempts, SoldOutMemo: cfg.SoldOutMemo,
-	}, metrics.NewReservation(reg), fp, log)
+	}, tel.Reservation, fp, log)
 	if err != nil {
 		return nil, err
 	}
 	return api.NewRouter(api.Deps{Auth: authn, Reserver: res, Status: reservation.NewStatusReader(conns.Redis, conns.Pool),
-		Pool: conns.Pool, Redis: conns.Redis, Metrics: metrics.Handler(reg), Log: log}), nil
+		Pool: conns.Pool, Redis: conns.Redis, Metrics: metrics.Handler(tel.Registry), Log: log}), nil
 }
 
 // RunWorkers runs the given parts on conns until ctx ends. conns.Temporal
 // must be set for the starter and saga parts.
-func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, parts []string, reg *prometheus.Registry,
+func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, parts []string, tel *Telemetry,
 	fp *failpoint.Set, log *slog.Logger) error {
+	reg := tel.Registry
 	run := func(p string) bool { return slices.Contains(parts, p) }
 	if (run(PartStarter) || run(PartSaga)) && conns.Temporal == nil {
 		return errors.New("app: starter and saga parts need a Temporal client")
@@ -155,7 +169,7 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, parts []st
 	if run(PartSendDue) {
 		scan, err := senddue.New(conns.Redis, conns.Producer, senddue.Options{Topic: cfg.TopicOrderCreate, Lease: cfg.SendLease,
 			SendTimeout: cfg.MQSendTimeout, MaxAttempts: cfg.SendMaxAttempts, Interval: 200 * time.Millisecond},
-			metrics.NewReservation(reg), log)
+			tel.Reservation, log)
 		if err != nil {
 			return err
 		}

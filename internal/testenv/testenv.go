@@ -37,8 +37,23 @@ func Require(t testing.TB) config.Config {
 	if err != nil {
 		t.Fatalf("load config: %v", err)
 	}
+	// Tests talk to topics and a consumer group of their own, so a demo or a
+	// worker on the same stack never sees test traffic (and the reverse).
+	cfg.TopicOrderCreate = TopicOrderCreate
+	cfg.TopicEvents = TopicEvents
+	cfg.StarterGroup = "saga-starter-test"
 	return cfg
 }
+
+// Topics the tests use (created by scripts/stack.sh). The end-to-end tests
+// have their own pair (package e2e), so their saga starter never replays the
+// messages other tests leave behind.
+const (
+	TopicOrderCreate    = "seckill_test_create"
+	TopicEvents         = "seckill_test_events"
+	TopicE2EOrderCreate = "seckill_e2e_create"
+	TopicE2EEvents      = "seckill_e2e_events"
+)
 
 // Database creates a fresh database on the stack's PostgreSQL, applies the
 // migrations and drops it when the test ends. It returns its DSN and a pool.

@@ -23,7 +23,7 @@
 ROCKETMQ_NAMESRV_ADDR=127.0.0.1:9876
 ROCKETMQ_BROKER_ADDR=127.0.0.1:10911
 ROCKETMQ_CLUSTER=DefaultCluster
-: "${ROCKETMQ_TOPICS:=seckill_order_create seckill_order_events seckill_smoke seckill_e2e_create seckill_e2e_events}"
+: "${ROCKETMQ_TOPICS:=seckill_order_create seckill_order_events seckill_smoke seckill_test_create seckill_test_events seckill_e2e_create seckill_e2e_events seckill_bench_create}"
 : "${ROCKETMQ_TOPIC_QUEUES:=4}"
 : "${ROCKETMQ_JAVA:=java}"
 

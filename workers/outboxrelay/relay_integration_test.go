@@ -53,7 +53,7 @@ func TestRelaySendsWithFixedEventIDAndReclaimsExpiredLeases(t *testing.T) {
 	defer prod.Close()
 	var mu sync.Mutex
 	seen := map[string]int{}
-	cons, err := mq.NewConsumer(cfg.RocketMQNameServers, fmt.Sprintf("relay-test-%x", testenv.RandomUint64()), "seckill_e2e_events",
+	cons, err := mq.NewConsumer(cfg.RocketMQNameServers, fmt.Sprintf("relay-test-%x", testenv.RandomUint64()), testenv.TopicEvents,
 		func(_ context.Context, m mq.Delivered) error {
 			mu.Lock()
 			seen[m.ID]++
@@ -78,7 +78,7 @@ func TestRelaySendsWithFixedEventIDAndReclaimsExpiredLeases(t *testing.T) {
 	live := insertEvents(t, pool, 1)[0]
 	pool.Exec(ctx, `UPDATE event_outbox SET status = 'SENDING', lease_owner = 'live-relay', lease_until = clock_timestamp() + interval '1 hour' WHERE event_id = $1`, live)
 
-	r, err := outboxrelay.New(pool, prod, outboxrelay.Options{Topic: "seckill_e2e_events", Owner: "test-relay"}, prometheus.NewRegistry(), quiet)
+	r, err := outboxrelay.New(pool, prod, outboxrelay.Options{Topic: testenv.TopicEvents, Owner: "test-relay"}, prometheus.NewRegistry(), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,740 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/internal/bench"
+	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/logx"
+	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/internal/sale"
+	"github.com/seckill/seckill/lua"
+)
+
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "bench", Short: "Measure the hot path on this machine (docs/benchmarks.md)"}
+	cmd.AddCommand(newBenchReserveCmd())
+	return cmd
+}
+
+type benchReserveOpts struct {
+	requests, concurrency, warmup int
+	jsonOut                       bool
+	redisBenchmark                string
+	timeout                       time.Duration
+	cpuProfile                    string
+	keep                          bool
+}
+
+// Limits that keep one run bounded on a small machine.
+const (
+	benchMaxRequests    = 2_000_000
+	benchMaxConcurrency = 1000
+	// benchTTL is the reservation key TTL of the bench (ARGV[10] and the
+	// in-process gateway's ReservationTTL): if the clean-up is interrupted,
+	// the per-reservation keys still expire. It costs the same as the
+	// production TTL (one PX argument either way).
+	benchTTL = 2 * time.Hour
+)
+
+// SKUs of the bench activity.
+const (
+	benchSKURaw     int64 = 1 // in-stock, driven by redis-benchmark only
+	benchSKUHTTP    int64 = 2 // in-stock, driven through the gateway only
+	benchSKUSoldOut int64 = 3 // stock 0, both paths
+)
+
+func newBenchReserveCmd() *cobra.Command {
+	o := benchReserveOpts{}
+	cmd := &cobra.Command{
+		Use:   "reserve",
+		Short: "Raw EVALSHA of lua/reserve.lua (redis-benchmark) vs the gateway's HTTP reserve endpoint",
+		Long: `Creates a throw-away activity (random id) with an in-stock SKU for each path and a
+sold-out SKU, then measures in one run:
+
+  raw EVALSHA in-stock / sold-out   redis-benchmark -c C -n N EVALSHA <reserve.lua sha> 6 ...,
+                                    every call a distinct random user (__rand_int__)
+  HTTP in-stock / sold-out          an in-process gateway (api.NewRouter, real Reserver, real
+                                    Redis and RocketMQ producer) on a free 127.0.0.1 port, driven
+                                    by C keep-alive workers, N requests, each a distinct user with
+                                    its own token and Idempotency-Key
+
+and prints requests/s, reservations/s, p50/p99 latency, CPU per request and the
+HTTP/raw ratios against the targets (in-stock >= 0.60, sold-out > 1). In-stock
+HTTP reservations send real ORDER_CREATE_REQUESTED messages (topic
+SECKILL_TOPIC_ORDER_CREATE) for the bench activity. At the end the activity's
+Redis keys and PostgreSQL rows are deleted (--keep leaves them).
+Progress goes to stderr; the report to stdout (--json for machine-readable).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBenchReserve(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.requests, "requests", 100_000, "requests per measured case (N)")
+	f.IntVar(&o.concurrency, "concurrency", 50, "concurrent clients: redis-benchmark -c and HTTP workers (C)")
+	f.IntVar(&o.warmup, "warmup", 2000, "unmeasured HTTP requests before each HTTP case (connections, MQ route, sold-out memo)")
+	f.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
+	f.StringVar(&o.redisBenchmark, "redis-benchmark", "redis-benchmark", "redis-benchmark executable")
+	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the whole run (clean-up has its own 2 minutes)")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles of the HTTP cases to PREFIX-http-in-stock.pprof and PREFIX-http-sold-out.pprof (samples labelled role=gateway|loadgen)")
+	f.BoolVar(&o.keep, "keep", false, "keep the bench activity's Redis keys and PostgreSQL rows")
+	return cmd
+}
+
+// benchEnv is what the phases share.
+type benchEnv struct {
+	o        benchReserveOpts
+	rdb      *redis.Client
+	rb       bench.RedisBenchmark
+	reg      *prometheus.Registry
+	activity int64
+	keyVer   int
+	ncpu     int
+	url      func(sku int64) string
+	client   *http.Client
+	bearer   []string // bearer[i] is "Bearer <token of user i+1>"
+	progress func(format string, args ...any)
+	report   *bench.Report
+}
+
+func runBenchReserve(ctx context.Context, o benchReserveOpts, stdout, stderr io.Writer) error {
+	switch {
+	case o.requests < 1000 || o.requests > benchMaxRequests:
+		return fmt.Errorf("--requests must be between 1000 and %d", benchMaxRequests)
+	case o.concurrency < 1 || o.concurrency > benchMaxConcurrency || o.concurrency > o.requests:
+		return fmt.Errorf("--concurrency must be between 1 and %d and at most --requests", benchMaxConcurrency)
+	case o.warmup < 0 || o.warmup > o.requests:
+		return errors.New("--warmup must be between 0 and --requests")
+	case o.timeout <= 0 || o.timeout > 30*time.Minute:
+		return errors.New("--timeout must be positive and at most 30m")
+	}
+	b, err := loadBase()
+	if err != nil {
+		return err
+	}
+	progress := func(format string, args ...any) {
+		fmt.Fprintf(stderr, "bench: "+format+"\n", args...)
+	}
+	rbPath, err := exec.LookPath(o.redisBenchmark)
+	if err != nil {
+		return fmt.Errorf("redis-benchmark not found (--redis-benchmark): %w", err)
+	}
+	redisHost, redisPort, err := loopbackAddr("SECKILL_REDIS_ADDR", b.cfg.RedisAddr)
+	if err != nil {
+		return err
+	}
+	for _, ns := range b.cfg.RocketMQNameServers {
+		if _, _, err := loopbackAddr("SECKILL_ROCKETMQ_NAMESRV", ns); err != nil {
+			return err
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	// The gateway's connections, composed like `seckill api` (internal/app).
+	// Only the reservation key TTL differs (benchTTL, see there).
+	cfg := b.cfg
+	cfg.ReservationTTL = benchTTL
+	gwLog := logx.New(stderr, "warn")
+	conns, err := app.Open(ctx, cfg, "seckill-bench-gateway", false, gwLog)
+	if err != nil {
+		return err
+	}
+	defer conns.Close()
+	pool, rdb := conns.Pool, conns.Redis
+	d, err := app.Deriver(cfg)
+	if err != nil {
+		return err
+	}
+	authn, err := app.Authenticator(cfg)
+	if err != nil {
+		return err
+	}
+
+	// The bench activity: a random id far above hand-made ones.
+	activityID := int64(900_000_000_000_000_000) + rand.Int64N(99_999_999_999_999_999)
+	now := time.Now().UTC().Truncate(time.Second)
+	act := sale.Activity{
+		ActivityID: activityID, Name: "seckill bench reserve " + now.Format(time.RFC3339),
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 600,
+		SKUs: []sale.SKU{
+			{SKUID: benchSKURaw, Stock: int64(o.requests) + 1000},
+			{SKUID: benchSKUHTTP, Stock: int64(o.requests+o.warmup) + 1000},
+			{SKUID: benchSKUSoldOut, Stock: 0},
+		},
+	}
+	progress("activity %d: setting up SKUs %d (raw in-stock, stock %d), %d (HTTP in-stock, stock %d), %d (sold out)",
+		activityID, benchSKURaw, act.SKUs[0].Stock, benchSKUHTTP, act.SKUs[1].Stock, benchSKUSoldOut)
+	if _, err := sale.Setup(ctx, pool, rdb, act); err != nil {
+		return fmt.Errorf("set up bench activity: %w", err)
+	}
+	if !o.keep {
+		defer func() {
+			progress("cleaning up activity %d", activityID)
+			if err := benchCleanup(context.WithoutCancel(ctx), rdb, pool, activityID, act.SKUs, progress); err != nil {
+				progress("clean-up failed: %v (delete keys seckill:{%d:*}:* and the activity's PostgreSQL rows by hand)", err, activityID)
+			}
+		}()
+	}
+	// The raw SKU never meets the gateway: keep the send-due scanner off it
+	// (its send_due scores are a day ahead anyway).
+	if err := rdb.SRem(ctx, lua.ActiveSKUs, skuMember(activityID, benchSKURaw)).Err(); err != nil {
+		return err
+	}
+
+	// The gateway, in process, built like `seckill api` (no failpoints armed).
+	tel := app.NewTelemetry()
+	h, err := app.APIHandler(cfg, conns, tel, &failpoint.Set{}, gwLog)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := api.Server(ln.Addr().String(), h)
+	go pprof.Do(context.Background(), pprof.Labels("role", "gateway"), func(context.Context) { _ = srv.Serve(ln) })
+	defer func() {
+		sctx, c := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer c()
+		_ = srv.Shutdown(sctx)
+	}()
+	base := "http://" + ln.Addr().String()
+	progress("gateway listening on %s (in process)", base)
+
+	progress("minting %d user tokens", o.warmup+o.requests)
+	bearer := make([]string, o.warmup+o.requests)
+	for i := range bearer {
+		tok, err := authn.Mint(int64(i+1), time.Hour)
+		if err != nil {
+			return err
+		}
+		bearer[i] = "Bearer " + tok
+	}
+
+	rep := &bench.Report{
+		Command: fmt.Sprintf("seckill bench reserve --requests %d --concurrency %d --warmup %d", o.requests, o.concurrency, o.warmup),
+		Started: now, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), MemGiB: memTotalGiB(),
+		RedisBenchmark: bench.Version(ctx, rbPath), ActivityID: activityID,
+		Requests: o.requests, Concurrency: o.concurrency, Warmup: o.warmup,
+	}
+	if before, err := machineBusy(ctx, time.Second); err == nil {
+		rep.BusyBeforePct = before
+		progress("machine busy before the run: %.0f%% of %d CPUs", before, rep.CPUs)
+	}
+	if info, err := rdb.InfoMap(ctx, "server").Result(); err == nil {
+		rep.RedisVersion = info["Server"]["redis_version"]
+	}
+	e := &benchEnv{o: o, rdb: rdb, reg: tel.Registry, activity: activityID, keyVer: d.CurrentVersion(), ncpu: runtime.NumCPU(),
+		rb: bench.RedisBenchmark{Path: rbPath, Host: redisHost, Port: redisPort, Clients: o.concurrency,
+			Requests: o.requests, KeySpace: bench.MaxKeySpace},
+		url: func(sku int64) string {
+			return fmt.Sprintf("%s/v1/activities/%d/skus/%d/reservations", base, activityID, sku)
+		},
+		client: bench.NewClient(o.concurrency, 10*time.Second), bearer: bearer, progress: progress, report: rep}
+	defer e.client.CloseIdleConnections()
+
+	runErr := e.runPhases(ctx)
+	if runErr != nil {
+		rep.Failures = append(rep.Failures, runErr.Error())
+	}
+	e.ratios()
+	if o.jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		rep.WriteText(stdout)
+	}
+	if len(rep.Failures) > 0 {
+		return fmt.Errorf("bench failed: %s", strings.Join(rep.Failures, "; "))
+	}
+	return nil
+}
+
+func (e *benchEnv) runPhases(ctx context.Context) error {
+	if err := e.raw(ctx, "in-stock", benchSKURaw); err != nil {
+		return err
+	}
+	if err := e.raw(ctx, "sold-out", benchSKUSoldOut); err != nil {
+		return err
+	}
+	if err := e.http(ctx, "in-stock", benchSKUHTTP); err != nil {
+		return err
+	}
+	return e.http(ctx, "sold-out", benchSKUSoldOut)
+}
+
+// raw runs redis-benchmark EVALSHA of reserve.lua against one SKU.
+func (e *benchEnv) raw(ctx context.Context, stock string, sku int64) error {
+	name := "raw EVALSHA " + stock
+	now := time.Now()
+	call := bench.ReserveCall{SHA: lua.Reserve.Hash(), ActivityID: e.activity, SKUID: sku, NowMS: now.UnixMilli(),
+		KeyVersion: e.keyVer, SchemaVersion: ids.SchemaVersion, TTL: benchTTL,
+		SendDueAtMS: now.Add(24 * time.Hour).UnixMilli()}
+	e.progress("%s: redis-benchmark -c %d -n %d -r %d --csv EVALSHA %s 6 ...", name, e.o.concurrency, e.o.requests,
+		bench.MaxKeySpace, call.SHA)
+	calls0, failed0, err := e.evalshaStats(ctx)
+	if err != nil {
+		return err
+	}
+	reserved0, err := e.reservedTotal(ctx, sku)
+	if err != nil {
+		return err
+	}
+	s0, err := e.sample(ctx)
+	if err != nil {
+		return err
+	}
+	rr, err := e.rb.Run(ctx, call.Args())
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	s1, err := e.sample(ctx)
+	if err != nil {
+		return err
+	}
+	calls1, failed1, err := e.evalshaStats(ctx)
+	if err != nil {
+		return err
+	}
+	reserved1, err := e.reservedTotal(ctx, sku)
+	if err != nil {
+		return err
+	}
+	reserved := reserved1 - reserved0
+	c := bench.Case{Name: name, Path: "raw", Stock: stock, Requests: e.o.requests, Concurrency: e.o.concurrency,
+		ElapsedS: rr.Elapsed.Seconds(), RPS: rr.Row.RPS, Reservations: reserved,
+		P50MS: rr.Row.P50MS, P99MS: rr.Row.P99MS, LatencyMeasured: rr.Row.HasLatency,
+	}
+	use, procs := bench.Use(s0, s1, e.ncpu, rr.CPU), withChild(bench.ProcDelta(s0.Procs, s1.Procs), "redis-benchmark", rr.CPU)
+	c.CPU = bench.Cost(use, e.o.requests, e.ncpu)
+	c.TopProcesses = topProcs(use, procs, e.o.requests)
+	c.OtherWorkPct = otherWork(use, procs, e.ncpu)
+	// redis-benchmark's rps is requests over its own timer; the admitted
+	// share of them runs at the same rate.
+	c.ReservationsPS = rr.Row.RPS * float64(reserved) / float64(e.o.requests)
+	c.Outcome = fmt.Sprintf("reserved %d of %d; server EVALSHA calls +%d, failed +%d (all clients)",
+		reserved, e.o.requests, calls1-calls0, failed1-failed0)
+	e.report.Cases = append(e.report.Cases, c)
+	e.progress("%s: %.0f req/s, p50 %.3f ms, p99 %.3f ms; %s", name, c.RPS, c.P50MS, c.P99MS, c.Outcome)
+
+	// redis-benchmark does not report error replies: check the server saw
+	// the calls succeed and the script did what the case says.
+	switch {
+	case failed1 != failed0:
+		return fmt.Errorf("%s: %d EVALSHA calls failed on the server (NOSCRIPT? wrong arguments?)", name, failed1-failed0)
+	case calls1-calls0 < int64(e.o.requests):
+		return fmt.Errorf("%s: the server counted %d EVALSHA calls, want at least %d", name, calls1-calls0, e.o.requests)
+	case stock == "in-stock" && reserved < int64(e.o.requests)-int64(e.o.requests)/1000-10:
+		// A few random ids collide (__rand_int__ draws from 2e9 values):
+		// those calls answer ALREADY_RESERVED or DUPLICATE_REQUEST.
+		return fmt.Errorf("%s: only %d of %d calls reserved", name, reserved, e.o.requests)
+	case stock == "sold-out" && reserved != 0:
+		return fmt.Errorf("%s: %d calls reserved on the sold-out SKU", name, reserved)
+	}
+	return nil
+}
+
+// http drives the in-process gateway's reserve endpoint for one SKU.
+func (e *benchEnv) http(ctx context.Context, stock string, sku int64) error {
+	name := "HTTP " + stock
+	wantStatus, wantCode := http.StatusAccepted, []byte(`"QUEUED"`)
+	if stock == "sold-out" {
+		wantStatus, wantCode = http.StatusConflict, []byte(`"SOLD_OUT"`)
+	}
+	total := e.o.warmup + e.o.requests
+	keys := make([]string, total)
+	for i := range keys {
+		keys[i] = uuid.NewString()
+	}
+	load := func(offset, n int, label string) bench.LoadResult {
+		l := bench.Load{Client: e.client, Method: http.MethodPost, URL: e.url(sku), Requests: n, Concurrency: e.o.concurrency,
+			Header: func(i int, h http.Header) {
+				h["Authorization"] = []string{e.bearer[offset+i]}
+				h["Idempotency-Key"] = []string{keys[offset+i]}
+			},
+			Expect: func(status int, body []byte) bool {
+				return status == wantStatus && bytes.Contains(body, wantCode)
+			},
+			ProgressEvery: 5 * time.Second,
+			Progress: func(done int, el time.Duration) {
+				e.progress("%s%s: %d/%d (%.0f/s)", name, label, done, n, float64(done)/el.Seconds())
+			},
+		}
+		var out bench.LoadResult
+		pprof.Do(ctx, pprof.Labels("role", "loadgen"), func(ctx context.Context) { out = l.Run(ctx) })
+		return out
+	}
+	if e.o.warmup > 0 {
+		e.progress("%s: warm-up, %d requests (users 1..%d)", name, e.o.warmup, e.o.warmup)
+		w := load(0, e.o.warmup, " warm-up")
+		if w.Unexpected > 0 || w.Stopped != "" {
+			return fmt.Errorf("%s warm-up: %d unexpected answers (%s) %s; e.g. %s", name, w.Unexpected,
+				bench.StatusText(w.Status), w.Stopped, strings.Join(w.Samples, " | "))
+		}
+	}
+	reserved0, err := e.reservedTotal(ctx, sku)
+	if err != nil {
+		return err
+	}
+	memo0 := counterValue(e.reg, "seckill_reserve_sold_out_memo_total", nil)
+	pub0 := counterValue(e.reg, "seckill_reservation_send_total", map[string]string{"source": "gateway", "result": reservation.OutcomePublished})
+	var stopProfile func()
+	if e.o.cpuProfile != "" {
+		stopProfile, err = startProfile(fmt.Sprintf("%s-http-%s.pprof", e.o.cpuProfile, stock))
+		if err != nil {
+			return err
+		}
+	}
+	e.progress("%s: %d requests, %d workers (users %d..%d)", name, e.o.requests, e.o.concurrency, e.o.warmup+1, total)
+	s0, err := e.sample(ctx)
+	if err != nil {
+		return err
+	}
+	lr := load(e.o.warmup, e.o.requests, "")
+	s1, err := e.sample(ctx)
+	if err != nil {
+		return err
+	}
+	if stopProfile != nil {
+		stopProfile()
+	}
+	reserved1, err := e.reservedTotal(ctx, sku)
+	if err != nil {
+		return err
+	}
+	memo := counterValue(e.reg, "seckill_reserve_sold_out_memo_total", nil) - memo0
+	pub := counterValue(e.reg, "seckill_reservation_send_total", map[string]string{"source": "gateway", "result": reservation.OutcomePublished}) - pub0
+	pending, err := e.rdb.ZCard(ctx, lua.Keys{ActivityID: e.activity, SKUID: sku}.SendDue()).Result()
+	if err != nil {
+		return err
+	}
+	lat := bench.Summarize(lr.Latencies)
+	reserved := reserved1 - reserved0
+	c := bench.Case{Name: name, Path: "http", Stock: stock, Requests: lr.Requests, Concurrency: e.o.concurrency,
+		ElapsedS: lr.Elapsed.Seconds(), Reservations: reserved,
+		P50MS: bench.MS(lat.P50), P99MS: bench.MS(lat.P99), LatencyMeasured: true,
+	}
+	use, procs := bench.Use(s0, s1, e.ncpu, 0), bench.ProcDelta(s0.Procs, s1.Procs)
+	c.CPU = bench.Cost(use, lr.Requests, e.ncpu)
+	c.TopProcesses = topProcs(use, procs, lr.Requests)
+	c.OtherWorkPct = otherWork(use, procs, e.ncpu)
+	if lr.Elapsed > 0 {
+		c.RPS = float64(lr.Requests) / lr.Elapsed.Seconds()
+		c.ReservationsPS = float64(reserved) / lr.Elapsed.Seconds()
+	}
+	c.Outcome = fmt.Sprintf("HTTP %s; reserved %d", bench.StatusText(lr.Status), reserved)
+	if stock == "in-stock" {
+		c.Outcome += fmt.Sprintf("; MQ sends published by the gateway %.0f, send_due left %d", pub, pending)
+	} else {
+		c.Outcome += fmt.Sprintf("; answered from the sold-out memo %.0f, by the script %.0f", memo, float64(lr.Expected)-memo)
+	}
+	e.report.Cases = append(e.report.Cases, c)
+	e.progress("%s: %.0f req/s, p50 %.3f ms, p99 %.3f ms; %s", name, c.RPS, c.P50MS, c.P99MS, c.Outcome)
+
+	switch {
+	case lr.Unexpected > 0 || lr.Stopped != "" || lr.Requests != e.o.requests:
+		return fmt.Errorf("%s: %d unexpected answers of %d (want HTTP %d %s; got %s) %s; e.g. %s", name, lr.Unexpected,
+			lr.Requests, wantStatus, wantCode, bench.StatusText(lr.Status), lr.Stopped, strings.Join(lr.Samples, " | "))
+	case stock == "in-stock" && reserved != int64(e.o.requests):
+		return fmt.Errorf("%s: %d answers QUEUED but Redis admitted %d", name, lr.Expected, reserved)
+	case stock == "sold-out" && reserved != 0:
+		return fmt.Errorf("%s: %d reservations on the sold-out SKU", name, reserved)
+	}
+	return nil
+}
+
+// ratios adds the HTTP/raw throughput ratios and their targets.
+func (e *benchEnv) ratios() {
+	r := e.report
+	ri, rs := r.Case("raw EVALSHA in-stock"), r.Case("raw EVALSHA sold-out")
+	hi, hs := r.Case("HTTP in-stock"), r.Case("HTTP sold-out")
+	if ri != nil && hi != nil {
+		r.Ratios = append(r.Ratios, bench.NewRatio("HTTP in-stock / raw EVALSHA in-stock (reservations/s)",
+			hi.ReservationsPS, ri.ReservationsPS, ">=", 0.60))
+	}
+	for _, c := range r.Cases {
+		if c.OtherWorkPct >= 5 {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: other work used %.0f%% of the machine during the case; its figures are understated",
+				c.Name, c.OtherWorkPct))
+		}
+	}
+	if rs != nil && hs != nil {
+		r.Ratios = append(r.Ratios, bench.NewRatio("HTTP sold-out / raw EVALSHA sold-out (requests/s)",
+			hs.RPS, rs.RPS, ">", 1.0))
+		if ri != nil && ri.RPS > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("for reference, HTTP sold-out / raw EVALSHA in-stock (requests/s) = %.2f", hs.RPS/ri.RPS))
+		}
+		if hs.P50MS > 0 && rs.P50MS > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("sold-out p50: HTTP %.3f ms vs raw EVALSHA %.3f ms (%s)",
+				hs.P50MS, rs.P50MS, map[bool]string{true: "HTTP faster", false: "raw faster"}[hs.P50MS < rs.P50MS]))
+		}
+	}
+}
+
+func (e *benchEnv) sample(ctx context.Context) (bench.CPUSample, error) {
+	s := bench.CPUSample{At: time.Now(), Self: bench.SelfCPU(), Procs: bench.ReadProcTicks()}
+	if me, ok := s.Procs[os.Getpid()]; ok {
+		me.Name = benchSelf
+		s.Procs[os.Getpid()] = me
+	}
+	busy, total, err := bench.ReadMachineCPU()
+	if err != nil {
+		return s, err
+	}
+	s.MachineBusy, s.MachineTotal = busy, total
+	info, err := e.rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return s, fmt.Errorf("redis INFO cpu: %w", err)
+	}
+	s.Redis, err = bench.ParseRedisCPU(info)
+	return s, err
+}
+
+func (e *benchEnv) evalshaStats(ctx context.Context) (calls, failed int64, err error) {
+	info, err := e.rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, 0, fmt.Errorf("redis INFO commandstats: %w", err)
+	}
+	calls, failed = bench.ParseCommandStat(info, "evalsha")
+	return calls, failed, nil
+}
+
+func (e *benchEnv) reservedTotal(ctx context.Context, sku int64) (int64, error) {
+	n, err := e.rdb.HGet(ctx, lua.Keys{ActivityID: e.activity, SKUID: sku}.Counter(), "reserved_total").Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// counterValue sums the counters named name whose labels include want.
+func counterValue(reg *prometheus.Registry, name string, want map[string]string) float64 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range want {
+				if have[k] != v {
+					continue metric
+				}
+			}
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+// benchSelf names this process (gateway + load generator) in process lists.
+const benchSelf = "bench (this process)"
+
+// benchParticipants are the processes on the measured paths; CPU used by
+// any other process (and unattributed machine time) is other work that ran
+// on the machine during a case and took cores from it.
+var benchParticipants = map[string]bool{benchSelf: true, "redis-server": true, "redis-benchmark": true,
+	"rocketmq-broker": true, "rocketmq-namesrv": true}
+
+// otherWork is the share of the machine's capacity (%) used during a case by
+// processes that are not on the measured path, plus time no process accounts for.
+func otherWork(u bench.CPUUse, d []bench.ProcCPU, ncpu int) float64 {
+	var seen, foreign float64
+	for _, p := range d {
+		seen += p.Seconds
+		if !benchParticipants[p.Name] {
+			foreign += p.Seconds
+		}
+	}
+	foreign += max(0, u.Machine-seen)
+	if u.Wall <= 0 || ncpu <= 0 {
+		return 0
+	}
+	return 100 * foreign / (u.Wall.Seconds() * float64(ncpu))
+}
+
+// topProcs lists the 5 busiest processes and, last, the machine time no
+// listed-or-not process accounts for (processes that started and ended
+// within the case, e.g. a compiler run by someone else, and kernel work).
+func topProcs(u bench.CPUUse, d []bench.ProcCPU, n int) []bench.ProcCost {
+	var seen float64
+	for _, p := range d {
+		seen += p.Seconds
+	}
+	top := bench.TopProcs(d, n, 5)
+	if rest := u.Machine - seen; rest > 0 && n > 0 {
+		top = append(top, bench.ProcCost{Name: "unattributed", US: rest * 1e6 / float64(n)})
+	}
+	return top
+}
+
+// machineBusy measures how busy the machine is (% of all CPUs) over d.
+func machineBusy(ctx context.Context, d time.Duration) (float64, error) {
+	b0, t0, err := bench.ReadMachineCPU()
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(d):
+	}
+	b1, t1, err := bench.ReadMachineCPU()
+	if err != nil || t1 == t0 {
+		return 0, errors.Join(err, errors.New("no CPU time passed"))
+	}
+	return 100 * float64(b1-b0) / float64(t1-t0), nil
+}
+
+// withChild adds a child process that exited before the second snapshot.
+func withChild(d []bench.ProcCPU, name string, cpu time.Duration) []bench.ProcCPU {
+	d = append(d, bench.ProcCPU{Name: name, Seconds: cpu.Seconds()})
+	sort.SliceStable(d, func(i, j int) bool { return d[i].Seconds > d[j].Seconds })
+	return d
+}
+
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// benchCleanup deletes the bench activity's Redis keys (SCAN + UNLINK in
+// batches, per SKU), its active_skus members and its PostgreSQL rows.
+func benchCleanup(ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool, activityID int64, skus []sale.SKU,
+	progress func(string, ...any)) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var deleted int64
+	members := make([]any, 0, len(skus))
+	for _, s := range skus {
+		k := lua.Keys{ActivityID: activityID, SKUID: s.SKUID}
+		pattern := strings.TrimSuffix(k.Counter(), "counter") + "*" // no glob characters in the prefix
+		var cursor uint64
+		for {
+			keys, next, err := rdb.Scan(ctx, cursor, pattern, 2000).Result()
+			if err != nil {
+				return fmt.Errorf("scan %s: %w", pattern, err)
+			}
+			for len(keys) > 0 {
+				batch := keys[:min(len(keys), 500)]
+				keys = keys[len(batch):]
+				n, err := rdb.Unlink(ctx, batch...).Result()
+				if err != nil {
+					return fmt.Errorf("unlink: %w", err)
+				}
+				deleted += n
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
+		}
+		members = append(members, skuMember(activityID, s.SKUID))
+	}
+	if err := rdb.SRem(ctx, lua.ActiveSKUs, members...).Err(); err != nil {
+		return fmt.Errorf("srem %s: %w", lua.ActiveSKUs, err)
+	}
+	var rows [3]int64
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		for i, q := range []string{
+			`DELETE FROM inventory_reservation WHERE activity_id = $1`,
+			`DELETE FROM sku_inventory WHERE activity_id = $1`,
+			`DELETE FROM sale_activity WHERE activity_id = $1`,
+		} {
+			tag, err := tx.Exec(ctx, q, activityID)
+			if err != nil {
+				return err
+			}
+			rows[i] = tag.RowsAffected()
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete PostgreSQL rows: %w", err)
+	}
+	progress("deleted %d Redis keys; PostgreSQL rows: %d inventory_reservation, %d sku_inventory, %d sale_activity",
+		deleted, rows[0], rows[1], rows[2])
+	return nil
+}
+
+func skuMember(activityID, skuID int64) string {
+	return strconv.FormatInt(activityID, 10) + ":" + strconv.FormatInt(skuID, 10)
+}
+
+// loopbackAddr splits host:port and refuses anything but a loopback host:
+// the bench loads only this machine.
+func loopbackAddr(name, addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("%s=%q: %w", name, addr, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("%s=%q: bad port", name, addr)
+	}
+	ip := net.ParseIP(host)
+	if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "", 0, fmt.Errorf("%s=%q: the bench only loads 127.0.0.1 (loopback)", name, addr)
+	}
+	return host, port, nil
+}
+
+func memTotalGiB() float64 {
+	raw, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / (1 << 20)
+		}
+	}
+	return 0
+}

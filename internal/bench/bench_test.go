@@ -1,0 +1,253 @@
+package bench
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/lua"
+)
+
+// Output of redis-benchmark 7.0.15 with --csv for a custom command.
+const csv70 = `"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+"EVALSHA 2db71225a37d3e22232d15dbfc7aa2bc6d553bd1 6 seckill:{1:1}:counter seckill:{1:1}:meta","16938.16","2.640","0.304","2.479","4.999","7.975","41.407"
+`
+
+func TestParseCSVRedis7(t *testing.T) {
+	rows, err := ParseCSV(strings.NewReader(csv70))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 {
+		t.Fatalf("rows = %d, want 1", len(rows))
+	}
+	r := rows[0]
+	want := CSVRow{Test: "EVALSHA 2db71225a37d3e22232d15dbfc7aa2bc6d553bd1 6 seckill:{1:1}:counter seckill:{1:1}:meta",
+		RPS: 16938.16, AvgMS: 2.640, MinMS: 0.304, P50MS: 2.479, P95MS: 4.999, P99MS: 7.975, MaxMS: 41.407, HasLatency: true}
+	if r != want {
+		t.Fatalf("row = %+v\nwant  %+v", r, want)
+	}
+}
+
+func TestParseCSVSkipsWarningsAndCarriageReturns(t *testing.T) {
+	out := "WARNING: Could not fetch server CONFIG\r\n" + strings.ReplaceAll(csv70, "\n", "\r\n")
+	rows, err := ParseCSV(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].RPS != 16938.16 || rows[0].P99MS != 7.975 {
+		t.Fatalf("rows = %+v", rows)
+	}
+}
+
+func TestParseCSVOldFormatHasNoLatency(t *testing.T) {
+	// redis-benchmark 6.0 printed only test and rps.
+	rows, err := ParseCSV(strings.NewReader("\"test\",\"rps\"\n\"PING_INLINE\",\"80000.00\"\n\"PING_MBULK\",\"81000.00\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[1].RPS != 81000 || rows[0].HasLatency {
+		t.Fatalf("rows = %+v", rows)
+	}
+}
+
+func TestParseCSVErrors(t *testing.T) {
+	for name, in := range map[string]string{
+		"empty":      "",
+		"no header":  "PING: 80000.00 requests per second, p50=0.103 msec\n",
+		"bad number": "\"test\",\"rps\"\n\"PING\",\"fast\"\n",
+		"short row":  "\"test\",\"rps\",\"p50_latency_ms\"\n\"PING\",\"1\"\n",
+	} {
+		if _, err := ParseCSV(strings.NewReader(in)); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func TestReserveCallArgsMatchKeyLayout(t *testing.T) {
+	c := ReserveCall{SHA: lua.Reserve.Hash(), ActivityID: 77, SKUID: 3, NowMS: 1000, KeyVersion: 1, SchemaVersion: 1,
+		TTL: 2 * time.Hour, SendDueAtMS: 5000}
+	args := c.Args()
+	if len(args) != 3+6+11 {
+		t.Fatalf("%d args, want EVALSHA sha numkeys + 6 keys + 11 argv: %q", len(args), args)
+	}
+	if args[0] != "EVALSHA" || args[1] != lua.Reserve.Hash() || args[2] != "6" {
+		t.Fatalf("head = %q", args[:3])
+	}
+	// What redis-benchmark makes of the placeholders: 12-digit numbers.
+	const n = "000000004242"
+	sub := func(s string) string { return strings.ReplaceAll(s, RandInt, n) }
+	k := lua.Keys{ActivityID: 77, SKUID: 3}
+	id := "00000000-0000-4000-8000-" + n
+	req := "00000000-0000-4000-a000-" + n
+	wantKeys := []string{k.Counter(), k.Meta(), k.Reservation(id),
+		strings.Replace(k.Request(4242, req), ":4242:", ":"+n+":", 1),
+		strings.Replace(k.User(4242), ":4242", ":"+n, 1), k.SendDue()}
+	for i, w := range wantKeys {
+		if got := sub(args[3+i]); got != w {
+			t.Errorf("KEYS[%d] = %q, want %q", i+1, got, w)
+		}
+	}
+	for i, a := range []int{3 + 6, 3 + 6 + 1, 3 + 6 + 2} { // reservation, message and request ids
+		if got := sub(args[a]); len(got) != 36 {
+			t.Errorf("ARGV[%d] = %q: not 36 characters like a UUID", i+1, got)
+		}
+	}
+	wantTail := []string{"77", "3", "1000", "1", "1", "7200000", "5000"}
+	if got := args[3+6+4:]; strings.Join(got, " ") != strings.Join(wantTail, " ") {
+		t.Errorf("ARGV[5..11] = %q, want %q", got, wantTail)
+	}
+	if sub(args[3+6+3]) != n {
+		t.Errorf("ARGV[4] user = %q", args[3+6+3])
+	}
+}
+
+func TestRedisBenchmarkArgv(t *testing.T) {
+	b := RedisBenchmark{Path: "redis-benchmark", Host: "127.0.0.1", Port: 56379, Clients: 50, Requests: 1000, KeySpace: MaxKeySpace}
+	got := strings.Join(b.Argv([]string{"PING"}), " ")
+	want := "redis-benchmark -h 127.0.0.1 -p 56379 -c 50 -n 1000 -r 2000000000 --csv PING"
+	if got != want {
+		t.Fatalf("argv = %q, want %q", got, want)
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	d := make([]time.Duration, 0, 100)
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	l := Summarize(d)
+	if l.P50 != 50*time.Millisecond || l.P99 != 99*time.Millisecond || l.Max != 100*time.Millisecond {
+		t.Fatalf("summary = %+v", l)
+	}
+	if d[0] != 100*time.Millisecond {
+		t.Fatal("Summarize sorted its input")
+	}
+	if (Summarize(nil) != Latency{}) {
+		t.Fatal("empty input")
+	}
+	if got := Percentile([]time.Duration{7}, 0.99); got != 7 {
+		t.Fatalf("single sample p99 = %v", got)
+	}
+}
+
+func TestParseProcStatCPU(t *testing.T) {
+	busy, total, err := ParseProcStatCPU("cpu  88357 0 25975 256558 793 0 1371 145 0 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 88357+25975+256558+793+1371+145 || busy != 88357+25975+1371+145 {
+		t.Fatalf("busy %d total %d", busy, total)
+	}
+	if _, _, err := ParseProcStatCPU("cpu0 1 2 3 4"); err == nil {
+		t.Fatal("per-CPU line accepted")
+	}
+}
+
+func TestParseProcPIDStat(t *testing.T) {
+	line := "26057 (java thread (x)) S 1 26057 26057 0 -1 4194560 1 0 0 0 3100 250 0 0 20 0 120 0 0 0"
+	comm, ticks, err := ParseProcPIDStat(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if comm != "java thread (x)" || ticks != 3350 {
+		t.Fatalf("comm %q ticks %d", comm, ticks)
+	}
+	if _, _, err := ParseProcPIDStat("garbage"); err == nil {
+		t.Fatal("garbage accepted")
+	}
+}
+
+func TestProcDelta(t *testing.T) {
+	a := ProcTicks{1: {"redis-server", 100}, 2: {"java", 50}, 3: {"gone", 10}}
+	b := ProcTicks{1: {"redis-server", 350}, 2: {"java", 60}, 4: {"compile", 30}, 5: {"idle", 0}}
+	got := ProcDelta(a, b)
+	want := []ProcCPU{{"redis-server", 2.5}, {"compile", 0.3}, {"java", 0.1}}
+	if len(got) != len(want) {
+		t.Fatalf("delta = %+v", got)
+	}
+	for i := range want {
+		if got[i].Name != want[i].Name || got[i].Seconds < want[i].Seconds-1e-9 || got[i].Seconds > want[i].Seconds+1e-9 {
+			t.Fatalf("delta = %+v, want %+v", got, want)
+		}
+	}
+}
+
+func TestRedisInfoParsers(t *testing.T) {
+	cpu, err := ParseRedisCPU("# CPU\r\nused_cpu_sys:12.5\r\nused_cpu_user:30.25\r\nused_cpu_sys_children:0.0\r\n")
+	if err != nil || cpu != 42.75 {
+		t.Fatalf("cpu %v err %v", cpu, err)
+	}
+	if _, err := ParseRedisCPU("# CPU\r\n"); err == nil {
+		t.Fatal("missing fields accepted")
+	}
+	info := "# Commandstats\r\ncmdstat_evalsha:calls=200004,usec=1,usec_per_call=5.0,rejected_calls=1,failed_calls=2\r\n" +
+		"cmdstat_eval:calls=9,usec=1,usec_per_call=1,rejected_calls=0,failed_calls=0\r\n"
+	calls, failed := ParseCommandStat(info, "evalsha")
+	if calls != 200004 || failed != 3 {
+		t.Fatalf("calls %d failed %d", calls, failed)
+	}
+}
+
+func TestRatio(t *testing.T) {
+	if r := NewRatio("x", 6, 10, ">=", 0.6); !r.Met || r.Value != 0.6 {
+		t.Fatalf("%+v", r)
+	}
+	if r := NewRatio("x", 10, 10, ">", 1); r.Met {
+		t.Fatalf("equal is not faster: %+v", r)
+	}
+	if r := NewRatio("x", 1, 0, ">=", 0.6); r.Met {
+		t.Fatalf("zero denominator met: %+v", r)
+	}
+}
+
+func TestLoadRun(t *testing.T) {
+	var seen atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		if r.Header.Get("Idempotency-Key") == "" || !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"code":"QUEUED"}`))
+	}))
+	defer srv.Close()
+	l := Load{Client: NewClient(4, 5*time.Second), Method: http.MethodPost, URL: srv.URL, Requests: 200, Concurrency: 4,
+		Header: func(i int, h http.Header) {
+			h["Authorization"] = []string{"Bearer t"}
+			h["Idempotency-Key"] = []string{"k"}
+		},
+		Expect: func(status int, body []byte) bool { return status == 202 && strings.Contains(string(body), "QUEUED") }}
+	res := l.Run(context.Background())
+	if res.Requests != 200 || res.Expected != 200 || res.Unexpected != 0 || res.Status[202] != 200 || len(res.Latencies) != 200 {
+		t.Fatalf("result = %+v", res)
+	}
+	if seen.Load() != 200 {
+		t.Fatalf("server saw %d requests", seen.Load())
+	}
+	if StatusText(res.Status) != "202×200" {
+		t.Fatalf("status text %q", StatusText(res.Status))
+	}
+}
+
+func TestLoadStopsOnUnexpectedAnswers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"code":"UNAVAILABLE"}`))
+	}))
+	defer srv.Close()
+	l := Load{Client: NewClient(2, 5*time.Second), Method: http.MethodPost, URL: srv.URL, Requests: 10_000, Concurrency: 2,
+		Header: func(int, http.Header) {}, Expect: func(int, []byte) bool { return false }, MaxUnexpected: 10}
+	res := l.Run(context.Background())
+	if res.Stopped == "" || res.Requests >= 10_000 || res.Unexpected < 10 || res.Expected != 0 {
+		t.Fatalf("result = %+v", res)
+	}
+	if len(res.Samples) == 0 || !strings.Contains(res.Samples[0], "HTTP 503") {
+		t.Fatalf("samples = %q", res.Samples)
+	}
+}

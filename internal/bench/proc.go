@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ProcTicks is the CPU time (user + system, clock ticks) of every process,
+// by pid, with a readable name.
+type ProcTicks map[int]ProcEntry
+
+// ProcEntry is one process in a ProcTicks snapshot.
+type ProcEntry struct {
+	Name  string
+	Ticks uint64
+}
+
+// ClockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on Linux
+// for every architecture Go supports).
+const ClockTicks = 100
+
+// ReadProcTicks snapshots /proc/<pid>/stat of every process. Processes that
+// vanish while it reads are skipped.
+func ReadProcTicks() ProcTicks {
+	out := ProcTicks{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue
+		}
+		comm, ticks, err := ParseProcPIDStat(string(raw))
+		if err != nil {
+			continue
+		}
+		out[pid] = ProcEntry{Name: procName(d, comm), Ticks: ticks}
+	}
+	return out
+}
+
+// ParseProcPIDStat returns the command name and utime+stime of a
+// /proc/<pid>/stat line. The name is in parentheses and may hold spaces.
+func ParseProcPIDStat(s string) (comm string, ticks uint64, err error) {
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", 0, fmt.Errorf("not a /proc/<pid>/stat line: %q", s)
+	}
+	comm = s[open+1 : end]
+	f := strings.Fields(s[end+1:])
+	// after the name: state(0) ppid(1) ... utime(11) stime(12)
+	if len(f) < 13 {
+		return "", 0, fmt.Errorf("short /proc/<pid>/stat line: %q", s)
+	}
+	u, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return "", 0, fmt.Errorf("bad utime/stime in %q", s)
+	}
+	return comm, u + st, nil
+}
+
+// procName tells the Java processes of the stack apart by their main class.
+func procName(dir, comm string) string {
+	if comm != "java" {
+		return comm
+	}
+	cmdline, _ := os.ReadFile(dir + "/cmdline")
+	switch c := string(cmdline); {
+	case strings.Contains(c, "BrokerStartup"):
+		return "rocketmq-broker"
+	case strings.Contains(c, "NamesrvStartup"):
+		return "rocketmq-namesrv"
+	}
+	return comm
+}
+
+// ProcCPU is the CPU time one named group of processes used in an interval.
+type ProcCPU struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"cpu_s"`
+}
+
+// ProcDelta groups the CPU time used between a and b by process name,
+// largest first. Processes that started in between count from zero.
+func ProcDelta(a, b ProcTicks) []ProcCPU {
+	by := map[string]uint64{}
+	for pid, e := range b {
+		prev := a[pid]
+		if prev.Name != "" && prev.Ticks <= e.Ticks {
+			by[e.Name] += e.Ticks - prev.Ticks
+		} else if prev.Name == "" {
+			by[e.Name] += e.Ticks
+		}
+	}
+	out := make([]ProcCPU, 0, len(by))
+	for n, t := range by {
+		if t > 0 {
+			out = append(out, ProcCPU{Name: n, Seconds: float64(t) / ClockTicks})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Seconds != out[j].Seconds {
+			return out[i].Seconds > out[j].Seconds
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}

@@ -1,0 +1,259 @@
+// Package bench measures the reservation hot path on one machine: the raw
+// Redis cost of lua/reserve.lua driven by redis-benchmark (EVALSHA), and the
+// gateway's HTTP reserve endpoint driven by a Go load generator. It holds the
+// parts that need no running service (argument building, output parsing,
+// statistics, the report); cmd/seckill/bench.go wires them to the stack.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seckill/seckill/lua"
+)
+
+// RandInt is redis-benchmark's placeholder: with -r, every occurrence in an
+// argument is replaced, independently, by a 12-digit zero-padded random number.
+const RandInt = "__rand_int__"
+
+// MaxKeySpace is the largest -r value: redis-benchmark parses it with atoi
+// into an int and draws from random(), so 2^31-1 is the ceiling.
+const MaxKeySpace = 2_000_000_000
+
+// uuidPrefix makes "<prefix>__rand_int__" a 36-character UUID-shaped string,
+// the same length as the real reservation, message and request ids.
+const (
+	ridPrefix = "00000000-0000-4000-8000-"
+	midPrefix = "00000000-0000-4000-9000-"
+	reqPrefix = "00000000-0000-4000-a000-"
+)
+
+// ReserveCall describes one EVALSHA of lua/reserve.lua for redis-benchmark.
+// Every per-request value (reservation id, request id, user id) is RandInt,
+// so each call is a distinct user making a distinct request, as on the
+// gateway's path.
+type ReserveCall struct {
+	SHA           string // lua.Reserve.Hash()
+	ActivityID    int64
+	SKUID         int64
+	NowMS         int64 // inside the sale window
+	KeyVersion    int
+	SchemaVersion int
+	TTL           time.Duration // ARGV[10], garbage collection of the keys
+	SendDueAtMS   int64         // ARGV[11]; far in the future keeps the send-due scanner away
+}
+
+// Args returns the command redis-benchmark runs: EVALSHA sha 6 KEYS... ARGV...
+// in the order documented at the top of lua/reserve.lua.
+func (c ReserveCall) Args() []string {
+	k := lua.Keys{ActivityID: c.ActivityID, SKUID: c.SKUID}
+	rid := ridPrefix + RandInt
+	req := reqPrefix + RandInt
+	return []string{
+		"EVALSHA", c.SHA, "6",
+		k.Counter(),
+		k.Meta(),
+		k.Reservation(rid),
+		requestKey(k, RandInt, req),
+		userKey(k, RandInt),
+		k.SendDue(),
+		rid,                                 // ARGV[1] reservation_id
+		midPrefix + RandInt,                 // ARGV[2] message_id
+		req,                                 // ARGV[3] request_id
+		RandInt,                             // ARGV[4] user_id
+		strconv.FormatInt(c.ActivityID, 10), // ARGV[5]
+		strconv.FormatInt(c.SKUID, 10),      // ARGV[6]
+		strconv.FormatInt(c.NowMS, 10),      // ARGV[7] now_ms
+		strconv.Itoa(c.KeyVersion),          // ARGV[8]
+		strconv.Itoa(c.SchemaVersion),       // ARGV[9]
+		strconv.FormatInt(c.TTL.Milliseconds(), 10), // ARGV[10] ttl_ms
+		strconv.FormatInt(c.SendDueAtMS, 10),        // ARGV[11] send_due_at_ms
+	}
+}
+
+// requestKey and userKey follow lua.Keys.Request and lua.Keys.User with a
+// textual user id (the placeholder); a unit test pins them to lua.Keys.
+func requestKey(k lua.Keys, user, requestID string) string {
+	return strings.TrimSuffix(k.Counter(), "counter") + "req:" + user + ":" + requestID
+}
+
+func userKey(k lua.Keys, user string) string {
+	return strings.TrimSuffix(k.Counter(), "counter") + "user:" + user
+}
+
+// RedisBenchmark is one run of the redis-benchmark tool.
+type RedisBenchmark struct {
+	Path     string // the executable
+	Host     string
+	Port     int
+	Clients  int // -c
+	Requests int // -n
+	KeySpace int // -r; 0 leaves RandInt unreplaced
+}
+
+// Argv is the full command line for the command args.
+func (b RedisBenchmark) Argv(args []string) []string {
+	argv := []string{b.Path, "-h", b.Host, "-p", strconv.Itoa(b.Port),
+		"-c", strconv.Itoa(b.Clients), "-n", strconv.Itoa(b.Requests)}
+	if b.KeySpace > 0 {
+		argv = append(argv, "-r", strconv.Itoa(b.KeySpace))
+	}
+	argv = append(argv, "--csv")
+	return append(argv, args...)
+}
+
+// RawResult is what one redis-benchmark run measured.
+type RawResult struct {
+	Row     CSVRow
+	Elapsed time.Duration // wall time of the process
+	CPU     time.Duration // user+system time of the redis-benchmark process
+	Argv    []string
+}
+
+// Run executes redis-benchmark for args and parses its CSV summary.
+func (b RedisBenchmark) Run(ctx context.Context, args []string) (RawResult, error) {
+	argv := b.Argv(args)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	err := cmd.Run()
+	res := RawResult{Elapsed: time.Since(start), Argv: argv}
+	if cmd.ProcessState != nil {
+		res.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	if err != nil {
+		return res, fmt.Errorf("redis-benchmark: %w: %s", err, tail(stderr.String()+stdout.String(), 500))
+	}
+	rows, err := ParseCSV(&stdout)
+	if err != nil {
+		return res, fmt.Errorf("redis-benchmark output: %w (stderr: %s)", err, tail(stderr.String(), 300))
+	}
+	if len(rows) != 1 {
+		return res, fmt.Errorf("redis-benchmark printed %d result rows, want 1", len(rows))
+	}
+	res.Row = rows[0]
+	return res, nil
+}
+
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// CSVRow is one result line of redis-benchmark --csv. Redis 7 prints
+// "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
+// "p95_latency_ms","p99_latency_ms","max_latency_ms"; older versions print
+// only test and rps, in which case HasLatency is false.
+type CSVRow struct {
+	Test       string
+	RPS        float64
+	AvgMS      float64
+	MinMS      float64
+	P50MS      float64
+	P95MS      float64
+	P99MS      float64
+	MaxMS      float64
+	HasLatency bool
+}
+
+// ErrNoCSV means the output held no redis-benchmark CSV header.
+var ErrNoCSV = errors.New(`no "test","rps" CSV header in the output`)
+
+// ParseCSV reads the output of redis-benchmark --csv. Lines before the
+// header (warnings) are skipped; columns are found by their header name.
+func ParseCSV(r io.Reader) ([]CSVRow, error) {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	text := strings.ReplaceAll(string(raw), "\r", "\n")
+	i := strings.Index(text, `"test"`)
+	if i < 0 {
+		return nil, ErrNoCSV
+	}
+	cr := csv.NewReader(strings.NewReader(text[i:]))
+	cr.FieldsPerRecord = -1
+	cr.LazyQuotes = true
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("csv header: %w", err)
+	}
+	col := map[string]int{}
+	for j, h := range header {
+		col[strings.TrimSpace(h)] = j
+	}
+	if _, ok := col["rps"]; !ok {
+		return nil, ErrNoCSV
+	}
+	var rows []CSVRow
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("csv: %w", err)
+		}
+		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+			continue
+		}
+		if len(rec) != len(header) {
+			return nil, fmt.Errorf("csv row has %d fields, header has %d: %q", len(rec), len(header), rec)
+		}
+		row := CSVRow{Test: rec[col["test"]]}
+		num := func(name string) (float64, bool, error) {
+			j, ok := col[name]
+			if !ok {
+				return 0, false, nil
+			}
+			v, err := strconv.ParseFloat(strings.TrimSpace(rec[j]), 64)
+			if err != nil {
+				return 0, true, fmt.Errorf("column %s: %q is not a number", name, rec[j])
+			}
+			return v, true, nil
+		}
+		if row.RPS, _, err = num("rps"); err != nil {
+			return nil, err
+		}
+		row.HasLatency = true
+		for _, f := range []struct {
+			name string
+			dst  *float64
+		}{{"avg_latency_ms", &row.AvgMS}, {"min_latency_ms", &row.MinMS}, {"p50_latency_ms", &row.P50MS},
+			{"p95_latency_ms", &row.P95MS}, {"p99_latency_ms", &row.P99MS}, {"max_latency_ms", &row.MaxMS}} {
+			v, ok, err := num(f.name)
+			if err != nil {
+				return nil, err
+			}
+			*f.dst = v
+			if !ok && (f.name == "p50_latency_ms" || f.name == "p99_latency_ms") {
+				row.HasLatency = false
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// Version runs "redis-benchmark --version" and returns its first line.
+func Version(ctx context.Context, path string) string {
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
+}

@@ -1,0 +1,203 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Case is one measured phase.
+type Case struct {
+	Name        string  `json:"name"`  // e.g. "raw EVALSHA in-stock"
+	Path        string  `json:"path"`  // "raw" (redis-benchmark EVALSHA) or "http" (gateway)
+	Stock       string  `json:"stock"` // "in-stock" or "sold-out"
+	Requests    int     `json:"requests"`
+	Concurrency int     `json:"concurrency"`
+	ElapsedS    float64 `json:"elapsed_s"`
+	// RPS is requests answered per second; for in-stock cases every expected
+	// answer is one reservation, so it is also reservations/s.
+	RPS float64 `json:"requests_per_s"`
+	// Reservations admitted by Redis during the phase (counter reserved_total delta).
+	Reservations    int64   `json:"reservations"`
+	ReservationsPS  float64 `json:"reservations_per_s"`
+	P50MS           float64 `json:"p50_ms"`
+	P99MS           float64 `json:"p99_ms"`
+	LatencyMeasured bool    `json:"latency_measured"`
+	Outcome         string  `json:"outcome"`
+	CPU             CPUCost `json:"cpu"`
+	// TopProcesses are the processes that used the most CPU during the
+	// case, in µs of one core per request.
+	TopProcesses []ProcCost `json:"top_processes"`
+	// OtherWorkPct is the share of the machine (% of all CPUs) that processes
+	// off the measured path used during the case: noise that lowers the figures.
+	OtherWorkPct float64 `json:"other_work_pct"`
+}
+
+// ProcCost is one process group's CPU time per request.
+type ProcCost struct {
+	Name string  `json:"name"`
+	US   float64 `json:"us_per_req"`
+}
+
+// TopProcs converts the largest k entries of d to µs per request over n requests.
+func TopProcs(d []ProcCPU, n, k int) []ProcCost {
+	out := make([]ProcCost, 0, k)
+	for _, p := range d {
+		if len(out) == k || n <= 0 {
+			break
+		}
+		out = append(out, ProcCost{Name: p.Name, US: p.Seconds * 1e6 / float64(n)})
+	}
+	return out
+}
+
+// CPUCost is CPU time per request in microseconds of one core, and how busy
+// the machine was.
+type CPUCost struct {
+	RedisUS       float64 `json:"redis_server_us_per_req"`
+	ClientUS      float64 `json:"client_us_per_req"` // redis-benchmark, or gateway + load generator (one process)
+	OtherUS       float64 `json:"other_us_per_req"`  // RocketMQ broker, PostgreSQL, Temporal, kernel
+	MachineUS     float64 `json:"machine_us_per_req"`
+	MachineBusyPc float64 `json:"machine_busy_pct"` // of all CPUs
+}
+
+// Cost converts a CPUUse over n requests.
+func Cost(u CPUUse, n int, ncpu int) CPUCost {
+	if n <= 0 {
+		return CPUCost{}
+	}
+	us := func(s float64) float64 { return s * 1e6 / float64(n) }
+	c := CPUCost{RedisUS: us(u.Redis), ClientUS: us(u.Self + u.Child), OtherUS: us(u.Other()), MachineUS: us(u.Machine)}
+	if u.Wall > 0 && ncpu > 0 {
+		c.MachineBusyPc = 100 * u.Machine / (u.Wall.Seconds() * float64(ncpu))
+	}
+	return c
+}
+
+// Ratio is a throughput ratio against its target.
+type Ratio struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Op     string  `json:"op"` // ">=" or ">"
+	Target float64 `json:"target"`
+	Met    bool    `json:"met"`
+}
+
+// NewRatio computes num/den and checks it against the target.
+func NewRatio(name string, num, den float64, op string, target float64) Ratio {
+	r := Ratio{Name: name, Op: op, Target: target}
+	if den > 0 {
+		r.Value = num / den
+	}
+	switch op {
+	case ">=":
+		r.Met = den > 0 && r.Value >= target
+	case ">":
+		r.Met = den > 0 && r.Value > target
+	}
+	return r
+}
+
+// Report is the result of one bench run.
+type Report struct {
+	Command        string    `json:"command"`
+	Started        time.Time `json:"started"`
+	CPUs           int       `json:"cpus"`
+	GOMAXPROCS     int       `json:"gomaxprocs"`
+	MemGiB         float64   `json:"mem_gib"`
+	RedisVersion   string    `json:"redis_version"`
+	RedisBenchmark string    `json:"redis_benchmark"`
+	ActivityID     int64     `json:"activity_id"`
+	Requests       int       `json:"requests"`
+	Concurrency    int       `json:"concurrency"`
+	Warmup         int       `json:"warmup"`
+	// BusyBeforePct is how busy the machine was (% of all CPUs) in the second
+	// before the first case: other work that will compete with the bench.
+	BusyBeforePct float64  `json:"busy_before_pct"`
+	Cases         []Case   `json:"cases"`
+	Ratios        []Ratio  `json:"ratios"`
+	Failures      []string `json:"failures,omitempty"`
+	Notes         []string `json:"notes,omitempty"`
+}
+
+// Case returns the case named name, or nil.
+func (r *Report) Case(name string) *Case {
+	for i := range r.Cases {
+		if r.Cases[i].Name == name {
+			return &r.Cases[i]
+		}
+	}
+	return nil
+}
+
+// WriteText prints the report as tables.
+func (r *Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "%s\n", r.Command)
+	fmt.Fprintf(w, "machine: %d CPUs (GOMAXPROCS %d), %.0f GiB; redis-server %s; %s\n",
+		r.CPUs, r.GOMAXPROCS, r.MemGiB, r.RedisVersion, r.RedisBenchmark)
+	fmt.Fprintf(w, "activity %d; %d requests per case after %d warm-up requests (HTTP cases only); machine %.0f%% busy before the run\n\n",
+		r.ActivityID, r.Requests, r.Warmup, r.BusyBeforePct)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\trequests\tconc\treq/s\treservations/s\tp50 ms\tp99 ms\t")
+	for _, c := range r.Cases {
+		p50, p99 := "n/a", "n/a"
+		if c.LatencyMeasured {
+			p50, p99 = fmt.Sprintf("%.3f", c.P50MS), fmt.Sprintf("%.3f", c.P99MS)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%s\t%s\t\n", c.Name, c.Requests, c.Concurrency, c.RPS, c.ReservationsPS, p50, p99)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, c := range r.Cases {
+		fmt.Fprintf(w, "  %-22s %s\n", c.Name+":", c.Outcome)
+	}
+	fmt.Fprintln(w)
+
+	fmt.Fprintln(w, "CPU per request, µs of one core (client = redis-benchmark, or the in-process gateway + load generator;")
+	fmt.Fprintln(w, "other = RocketMQ broker, PostgreSQL, Temporal, kernel):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\tredis-server\tclient\tother\ttotal\tmachine busy\tof it other work\t")
+	for _, c := range r.Cases {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\t\n", c.Name, c.CPU.RedisUS, c.CPU.ClientUS, c.CPU.OtherUS,
+			c.CPU.MachineUS, c.CPU.MachineBusyPc, c.OtherWorkPct)
+	}
+	tw.Flush()
+	for _, c := range r.Cases {
+		parts := make([]string, 0, len(c.TopProcesses))
+		for _, p := range c.TopProcesses {
+			parts = append(parts, fmt.Sprintf("%s %.1f", p.Name, p.US))
+		}
+		fmt.Fprintf(w, "  %-22s top processes (µs/req): %s\n", c.Name+":", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
+
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ratio\tvalue\ttarget\tmet")
+	for _, q := range r.Ratios {
+		verdict := "yes"
+		if !q.Met {
+			verdict = "NO"
+			if q.Target > 0 && q.Value > 0 {
+				verdict += fmt.Sprintf(" (%.0f%% of the target)", 100*q.Value/q.Target)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%s %.2f\t%s\n", q.Name, q.Value, q.Op, q.Target, verdict)
+	}
+	tw.Flush()
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if len(r.Failures) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "FAILED:")
+		for _, f := range r.Failures {
+			fmt.Fprintf(w, "  - %s\n", f)
+		}
+	}
+}
+
+// MS converts a duration to milliseconds.
+func MS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

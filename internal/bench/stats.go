@@ -1,0 +1,165 @@
+package bench
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Latency summarises latencies (client-side, request sent to answer read).
+type Latency struct {
+	P50, P99, Mean, Max time.Duration
+}
+
+// Summarize computes nearest-rank percentiles; it sorts a copy of d.
+func Summarize(d []time.Duration) Latency {
+	if len(d) == 0 {
+		return Latency{}
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	var sum time.Duration
+	for _, v := range s {
+		sum += v
+	}
+	return Latency{P50: Percentile(s, 0.50), P99: Percentile(s, 0.99),
+		Mean: sum / time.Duration(len(s)), Max: s[len(s)-1]}
+}
+
+// Percentile returns the nearest-rank p-quantile (0 < p <= 1) of sorted.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return sorted[i]
+}
+
+// CPUSample is a snapshot of CPU counters: the whole machine (/proc/stat),
+// redis-server (INFO cpu) and this process (getrusage).
+type CPUSample struct {
+	At           time.Time
+	MachineBusy  uint64  // jiffies not idle/iowait, all CPUs
+	MachineTotal uint64  // all jiffies, all CPUs
+	Redis        float64 // seconds, used_cpu_user + used_cpu_sys
+	Self         float64 // seconds, user + system of this process
+	Procs        ProcTicks
+}
+
+// CPUUse is where CPU time went between two samples, in core-seconds.
+type CPUUse struct {
+	Wall    time.Duration
+	Machine float64 // all processes
+	Redis   float64 // redis-server
+	Self    float64 // this process (in-process gateway + load generator)
+	Child   float64 // redis-benchmark, when it ran
+}
+
+// Other is machine time spent outside redis-server, this process and the
+// child: the RocketMQ broker, PostgreSQL, Temporal, the kernel's softirqs.
+func (u CPUUse) Other() float64 { return max(0, u.Machine-u.Redis-u.Self-u.Child) }
+
+// Use returns the CPU time between a and b; ncpu converts the machine share.
+func Use(a, b CPUSample, ncpu int, child time.Duration) CPUUse {
+	u := CPUUse{Wall: b.At.Sub(a.At), Redis: b.Redis - a.Redis, Self: b.Self - a.Self, Child: child.Seconds()}
+	if dt := b.MachineTotal - a.MachineTotal; dt > 0 {
+		u.Machine = float64(b.MachineBusy-a.MachineBusy) / float64(dt) * float64(ncpu) * u.Wall.Seconds()
+	}
+	return u
+}
+
+// ReadMachineCPU reads the aggregate "cpu" line of /proc/stat.
+func ReadMachineCPU() (busy, total uint64, err error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() {
+		return 0, 0, errors.New("/proc/stat is empty")
+	}
+	return ParseProcStatCPU(sc.Text())
+}
+
+// ParseProcStatCPU parses "cpu  user nice system idle iowait irq softirq steal ...".
+func ParseProcStatCPU(line string) (busy, total uint64, err error) {
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("not a /proc/stat cpu line: %q", line)
+	}
+	// guest and guest_nice (fields 9, 10) are already counted in user and nice.
+	for i, s := range f[1:min(len(f), 9)] {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat field %d: %w", i+1, err)
+		}
+		total += v
+		if i != 3 && i != 4 { // idle, iowait
+			busy += v
+		}
+	}
+	return busy, total, nil
+}
+
+// SelfCPU returns this process's user + system time in seconds.
+func SelfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// ParseRedisCPU reads used_cpu_user + used_cpu_sys from INFO cpu text.
+func ParseRedisCPU(info string) (float64, error) {
+	var sum float64
+	found := 0
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (k != "used_cpu_user" && k != "used_cpu_sys") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu %s: %w", k, err)
+		}
+		sum += f
+		found++
+	}
+	if found != 2 {
+		return 0, errors.New("INFO cpu lacks used_cpu_user/used_cpu_sys")
+	}
+	return sum, nil
+}
+
+// ParseCommandStat reads calls and failed_calls of one command from INFO
+// commandstats text (e.g. cmd "evalsha").
+func ParseCommandStat(info, cmd string) (calls, failed int64) {
+	prefix := "cmdstat_" + cmd + ":"
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		for _, kv := range strings.Split(strings.TrimPrefix(line, prefix), ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				calls = n
+			case "failed_calls", "rejected_calls":
+				failed += n
+			}
+		}
+	}
+	return calls, failed
+}
