@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/seckill
 export SECKILL_INTEGRATION ?= 1
 
-.PHONY: up down status build migrate run smoke test unit integration lint bench
+.PHONY: up down status build migrate run test lint bench
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill
@@ -24,9 +24,14 @@ status:
 migrate: build
 	$(BIN) migrate up
 
-## run: bring the stack up and run the main job (for now the stack smoke run)
+## run: bring the stack up, prove every service works, then run a flash sale end to end
 run: up
 	$(BIN) smoke
+	SECKILL_LOG_LEVEL=$${SECKILL_LOG_LEVEL:-warn} $(BIN) demo
+
+## bench: reservation hot path: raw redis-benchmark EVALSHA vs the HTTP gateway
+bench: up
+	$(BIN) bench reserve
 
 ## test: bring the stack up, then lint and run every test (unit + integration)
 test: up lint

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/payments"
 )
 
 // OrderConsumerGroup is the consumer_inbox group of CreateOrder: the order
@@ -31,15 +32,35 @@ type Activities struct {
 	TerminalTTL time.Duration
 	// Topic is where ORDER_CREATE_REQUESTED arrived from (recorded in the inbox).
 	Topic string
+
+	pay      *payments.Store
+	provider payments.Provider
 }
 
-// New returns Activities; every dependency but fp is required.
-func New(pool, verify *pgxpool.Pool, rdb redis.Cmdable, fp *failpoint.Set, log *slog.Logger, topic string, terminalTTL time.Duration) (*Activities, error) {
-	if pool == nil || verify == nil || rdb == nil || log == nil || topic == "" || terminalTTL <= 0 {
+// Deps are the dependencies of Activities. Provider may be nil when only
+// the order part of the saga runs (the payment activities then fail).
+type Deps struct {
+	Pool *pgxpool.Pool
+	// Verify is a separate small pool for settling unknown commit outcomes.
+	Verify      *pgxpool.Pool
+	Redis       redis.Cmdable
+	Failpoints  *failpoint.Set
+	Log         *slog.Logger
+	Topic       string
+	TerminalTTL time.Duration
+	Provider    payments.Provider
+}
+
+// New returns Activities; every dependency but Failpoints and Provider is required.
+func New(d Deps) (*Activities, error) {
+	if d.Pool == nil || d.Verify == nil || d.Redis == nil || d.Log == nil || d.Topic == "" || d.TerminalTTL <= 0 {
 		return nil, errors.New("activities: nil dependency or empty setting")
 	}
-	if fp == nil {
-		fp = &failpoint.Set{}
+	if d.Failpoints == nil {
+		d.Failpoints = &failpoint.Set{}
 	}
-	return &Activities{pool: pool, verify: verify, rdb: rdb, fp: fp, log: log, Topic: topic, TerminalTTL: terminalTTL}, nil
+	a := &Activities{pool: d.Pool, verify: d.Verify, rdb: d.Redis, fp: d.Failpoints, log: d.Log, Topic: d.Topic,
+		TerminalTTL: d.TerminalTTL, provider: d.Provider}
+	a.pay = payments.NewStore(d.Pool, d.Failpoints)
+	return a, nil
 }

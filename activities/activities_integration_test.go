@@ -68,7 +68,8 @@ func newRig(t *testing.T, pgStock, redisStock int64) *rig {
 	}
 	t.Cleanup(verify.Close)
 	fp := &failpoint.Set{}
-	acts, err := activities.New(pool, verify, rdb, fp, quiet, cfg.TopicOrderCreate, time.Hour)
+	acts, err := activities.New(activities.Deps{Pool: pool, Verify: verify, Redis: rdb, Failpoints: fp, Log: quiet,
+		Topic: cfg.TopicOrderCreate, TerminalTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/outbox"
 )
 
 // Outcome is the business result of CreateOrder.
@@ -233,7 +233,7 @@ func (a *Activities) createOrReject(ctx context.Context, tx pgx.Tx, m events.Ord
 	if err != nil || tag.RowsAffected() != 1 {
 		return CreateOrderResult{}, fmt.Errorf("reservation %s RESERVED → ORDER_CREATED moved %d rows: %v", m.ReservationID, tag.RowsAffected(), err)
 	}
-	if err := insertOutbox(ctx, tx, "ORDER", orderID, "ORDER_CREATED", m.ReservationID.String(), map[string]any{
+	if err := outbox.Insert(ctx, tx, "ORDER", orderID, "ORDER_CREATED", m.ReservationID.String(), map[string]any{
 		"order_id": orderID, "reservation_id": m.ReservationID, "activity_id": m.ActivityID, "sku_id": m.SKUID,
 		"user_id": m.UserID, "amount_cents": price, "expires_at": expires,
 	}); err != nil {
@@ -258,7 +258,7 @@ func (a *Activities) reject(ctx context.Context, tx pgx.Tx, m events.OrderCreate
 		CompensationTaskID(m.ReservationID), m.ReservationID, CompensationKey(m.ReservationID)); err != nil {
 		return CreateOrderResult{}, fmt.Errorf("insert compensation task: %w", err)
 	}
-	if err := insertOutbox(ctx, tx, "RESERVATION", m.ReservationID, "RESERVATION_COMPENSATE_REQUIRED", m.ReservationID.String(), map[string]any{
+	if err := outbox.Insert(ctx, tx, "RESERVATION", m.ReservationID, "RESERVATION_COMPENSATE_REQUIRED", m.ReservationID.String(), map[string]any{
 		"reservation_id": m.ReservationID, "activity_id": m.ActivityID, "sku_id": m.SKUID, "reason": reason,
 	}); err != nil {
 		return CreateOrderResult{}, err
@@ -273,24 +273,6 @@ func CompensationKey(rid uuid.UUID) string { return "RELEASE_REDIS_RESERVATION:"
 
 // CompensationTaskID is the fixed compensation_task id of a reservation.
 func CompensationTaskID(rid uuid.UUID) uuid.UUID { return ids.Named("COMPENSATION_TASK", rid) }
-
-// insertOutbox writes one event with a fixed event_id (aggregate + type), so
-// a retried transaction cannot add a second copy.
-func insertOutbox(ctx context.Context, tx pgx.Tx, aggType string, aggID uuid.UUID, eventType, key string, payload map[string]any) error {
-	eventID := ids.Named("EVENT:"+eventType, aggID)
-	payload["event_id"], payload["event_type"], payload["schema_version"] = eventID, eventType, 1
-	body, err := json.Marshal(payload)
-	if err != nil {
-		return fmt.Errorf("marshal %s: %w", eventType, err)
-	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO event_outbox (event_id, aggregate_type, aggregate_id, event_type, schema_version, message_key, payload)
-		VALUES ($1, $2, $3, $4, 1, $5, $6)
-		ON CONFLICT (event_id) DO NOTHING`, eventID, aggType, aggID, eventType, key, body); err != nil {
-		return fmt.Errorf("insert outbox %s: %w", eventType, err)
-	}
-	return nil
-}
 
 // querier is what both a transaction and a pool offer for reads.
 type querier interface {

@@ -46,6 +46,7 @@ type Deps struct {
 	Pool     *pgxpool.Pool // admin sale set-up
 	Redis    redis.Cmdable // admin sale set-up
 	Metrics  http.Handler  // served on /metrics; may be nil
+	Checkout Checkout      // orders, payments, callbacks; nil answers 503 there
 	Log      *slog.Logger
 }
 
@@ -79,7 +80,12 @@ func NewRouter(d Deps) http.Handler {
 			r.Use(h.requireUser)
 			r.Post("/activities/{activity_id}/skus/{sku_id}/reservations", h.reserve)
 			r.Get("/activities/{activity_id}/skus/{sku_id}/reservations/{reservation_id}", h.getReservation)
+			r.Get("/orders/{order_id}", h.getOrder)
+			r.Post("/orders/{order_id}/payments", h.startPayment)
+			r.Post("/orders/{order_id}/cancel", h.cancelOrder)
 		})
+		// Authenticated by the provider's signature, not a bearer token.
+		r.Post("/payments/callback", h.paymentCallback)
 		r.Group(func(r chi.Router) {
 			r.Use(h.requireAdmin)
 			r.Post("/admin/activities", h.setupSale)

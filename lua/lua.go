@@ -23,6 +23,8 @@ var (
 	orderCreatedSrc string
 	//go:embed compensate.lua
 	compensateSrc string
+	//go:embed release.lua
+	releaseSrc string
 )
 
 // Scripts run with EVALSHA (go-redis falls back to EVAL once if the script
@@ -36,6 +38,8 @@ var (
 	OrderCreated = redis.NewScript(orderCreatedSrc)
 	// Compensate gives a rejected reservation's unit back, at most once.
 	Compensate = redis.NewScript(compensateSrc)
+	// Release gives a cancelled order's unit back (committed → available once).
+	Release = redis.NewScript(releaseSrc)
 )
 
 // All lists every script, for loading them at start-up (SCRIPT LOAD).
@@ -47,6 +51,7 @@ func All() map[string]*redis.Script {
 		"init_sku.lua":      InitSKU,
 		"order_created.lua": OrderCreated,
 		"compensate.lua":    Compensate,
+		"release.lua":       Release,
 	}
 }
 
@@ -84,6 +89,9 @@ func (k Keys) SendDue() string { return k.prefix() + "send_due" }
 func (k Keys) CompensationMarker(reservationID string) string {
 	return k.prefix() + "comp:" + reservationID
 }
+
+// ReleaseMarker records that a cancelled order's unit was given back.
+func (k Keys) ReleaseMarker(reservationID string) string { return k.prefix() + "rel:" + reservationID }
 
 // ActiveSKUs is the set of "activity:sku" members the send-due scanner walks.
 // It lives outside any SKU slot and is only read on its own.

@@ -4,6 +4,7 @@
 #   Redis 7        :56379   (Debian package, AOF everysec)
 #   RocketMQ 5.x   :9876 name server, :10911 broker (Maven artifacts, Java 17)
 #   Temporal dev   :7233 frontend, :8233 Web UI (Temporal CLI, SQLite file)
+#   paysim         :18090 payment provider simulator (this project's `seckill paysim`)
 # Usage: scripts/stack.sh up|down|status|env
 # Data, pids and logs live in .stack/ (ignored by git). `down` stops exactly
 # what `up` started, by pid. `up` is idempotent and installs what is missing.
@@ -47,6 +48,7 @@ ensure_packages() {
   command -v redis-cli >/dev/null || want+=(redis-tools)
   command -v java >/dev/null || want+=(openjdk-17-jre-headless)
   command -v mvn >/dev/null || want+=(maven)
+  command -v curl >/dev/null || want+=(curl)
   if [ ${#want[@]} -gt 0 ]; then apt_install "${want[@]}"; fi
   # apt may have started distribution services on the default ports; ours use
   # their own ports and data, so they do not conflict.
@@ -142,6 +144,19 @@ temporal_up() {
   wait_until temporal 120 temporal_healthy
 }
 
+# ---------- Payment provider simulator (the project's own `seckill paysim`) ----------
+PAYSIM_ADDR=${SECKILL_PAYSIM_ADDR:-127.0.0.1:18090}
+paysim_up() {
+  if running paysim && curl -fsS "http://$PAYSIM_ADDR/healthz" >/dev/null 2>&1; then log "paysim: already running"; return; fi
+  port_open "${PAYSIM_ADDR%:*}" "${PAYSIM_ADDR#*:}" && fail paysim "$(logfile paysim)" "port ${PAYSIM_ADDR#*:} is taken by another process"
+  local lf; lf=$(logfile paysim-build)
+  log "paysim: building bin/seckill"
+  (cd "$ROOT" && go build -o "$STACK_DIR/bin/seckill-paysim" ./cmd/seckill) >"$lf" 2>&1 || fail paysim "$lf" "go build failed"
+  log "paysim: starting payment provider simulator on $PAYSIM_ADDR"
+  SECKILL_PAYSIM_ADDR=$PAYSIM_ADDR start_bg paysim "$STACK_DIR/bin/seckill-paysim" paysim
+  wait_until paysim 30 curl -fsS "http://$PAYSIM_ADDR/healthz"
+}
+
 print_addresses() {
   cat <<TXT
 PostgreSQL   postgres://seckill:seckill@127.0.0.1:$PG_PORT/seckill?sslmode=disable
@@ -149,12 +164,13 @@ Redis        redis://127.0.0.1:$REDIS_PORT
 RocketMQ     name server 127.0.0.1:9876, broker 127.0.0.1:10911
 Temporal     127.0.0.1:$TEMPORAL_PORT (namespace default)
 Temporal UI  http://127.0.0.1:$TEMPORAL_UI_PORT
+Paysim       http://$PAYSIM_ADDR (payment provider simulator)
 TXT
 }
 
 status() {
   local n
-  for n in postgres redis temporal; do
+  for n in postgres redis temporal paysim; do
     if running "$n"; then echo "$n running (pid $(cat "$(pidfile "$n")"))"; else echo "$n stopped"; fi
   done
   rocketmq_status
@@ -169,12 +185,13 @@ up)
   redis_up
   rocketmq_up
   temporal_up
+  paysim_up
   log "stack up in $((SECONDS - start))s"
   print_addresses
   ;;
 down)
-  temporal_down() { stop_pid temporal 30; }
-  temporal_down
+  stop_pid paysim 10
+  stop_pid temporal 30
   rocketmq_down
   stop_pid redis 30
   postgres_down

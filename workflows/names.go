@@ -35,7 +35,14 @@ const (
 	SignalRepair = "repair"
 	// QueryState returns the saga's SagaState (temporal workflow query --type state).
 	QueryState = "state"
+	// SignalPayment tells the saga a payment was recorded (PaymentSignal).
+	SignalPayment = "payment"
+	// SignalCancel is the user's cancel of an unpaid order (CancelSignal).
+	SignalCancel = "cancel"
 )
+
+// RefundWorkflowID is the refund workflow of one payment.
+func RefundWorkflowID(paymentID string) string { return "refund-" + paymentID }
 
 // ReservationWorkflowID is the saga's workflow ID: derived from the
 // reservation_id only (no personal data), so starting twice finds the same saga.

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/payments"
 )
 
 // Saga statuses beyond the reservation states of PostgreSQL.
@@ -20,7 +22,26 @@ const (
 	StatusLate         = "LATE_AFTER_COMPENSATION"
 	StatusManual       = "MANUAL_REVIEW"
 	StatusResolved     = "RESOLVED_MANUALLY"
+	StatusCancelPend   = "CANCEL_PENDING"
+	StatusPaid         = "PAID"
+	StatusCancelled    = "CANCELLED"
+	StatusRefunding    = "REFUNDING"
+	StatusRefunded     = "REFUNDED"
 )
+
+// PaymentSignal tells the saga a payment was recorded for its order.
+type PaymentSignal struct {
+	TransactionID string
+}
+
+// CancelSignal is a user's request to cancel the unpaid order.
+type CancelSignal struct {
+	Reason string
+}
+
+// expiryMargin lets the expiry timer fire a little after expires_at, so the
+// database clock (which decides) has passed it too.
+const expiryMargin = time.Second
 
 // SagaInput starts a ReservationSaga: the ORDER_CREATE_REQUESTED it serves.
 type SagaInput struct {
@@ -113,7 +134,7 @@ func (s *saga) run(ctx workflow.Context) (SagaState, error) {
 		if p.Code < 0 {
 			s.state.Steps = append(s.state.Steps, "redis projection not applied: "+p.Text+" (reconciliation rebuilds it)")
 		}
-		return s.state, nil
+		return s.awaitPayment(ctx)
 	case activities.OutcomeRejected:
 		s.setStatus(ctx, StatusRejected, "order rejected: "+res.Reason)
 		return s.compensate(ctx)
@@ -174,4 +195,133 @@ func (s *saga) awaitRepair(ctx workflow.Context) (SagaState, error) {
 			return s.state, nil
 		}
 	}
+}
+
+// awaitPayment waits for the order's payment, the user's cancel or the
+// expiry timer. A payment signal is a hint: PostgreSQL decides.
+func (s *saga) awaitPayment(ctx workflow.Context) (SagaState, error) {
+	payCh := workflow.GetSignalChannel(ctx, SignalPayment)
+	cancelCh := workflow.GetSignalChannel(ctx, SignalCancel)
+	for {
+		wait := s.state.ExpiresAt.Sub(workflow.Now(ctx)) + expiryMargin
+		tctx, stopTimer := workflow.WithCancel(ctx)
+		timer := workflow.NewTimer(tctx, max(wait, expiryMargin))
+		event := ""
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(payCh, func(c workflow.ReceiveChannel, _ bool) {
+			var p PaymentSignal
+			c.Receive(ctx, &p)
+			event = "payment"
+		})
+		sel.AddReceive(cancelCh, func(c workflow.ReceiveChannel, _ bool) {
+			var c2 CancelSignal
+			c.Receive(ctx, &c2)
+			event = "cancel"
+		})
+		sel.AddReceive(s.repairs, func(c workflow.ReceiveChannel, _ bool) {
+			var r activities.RepairRequest
+			c.Receive(ctx, &r)
+			r.ReservationID = s.in.Message.ReservationID
+			var res activities.RepairResult
+			if err := workflow.ExecuteActivity(dbActivity(ctx), act.ApplyRepair, r).Get(ctx, &res); err == nil {
+				s.state.Repairs = append(s.state.Repairs, res)
+			}
+			event = "repair"
+		})
+		sel.AddFuture(timer, func(workflow.Future) { event = "expired" })
+		sel.Select(ctx)
+		stopTimer()
+
+		switch event {
+		case "payment":
+			var status string
+			if err := workflow.ExecuteActivity(dbActivity(ctx), act.OrderStatus, s.orderID()).Get(ctx, &status); err != nil {
+				return s.state, err
+			}
+			if status == StatusPaid {
+				s.setStatus(ctx, StatusPaid, "paid")
+				return s.state, nil
+			}
+			s.state.Steps = append(s.state.Steps, "payment signal, but the order is "+status+": still waiting")
+		case "cancel", "expired":
+			done, err := s.cancel(ctx, event == "expired")
+			if err != nil || done {
+				return s.state, err
+			}
+		}
+	}
+}
+
+func (s *saga) orderID() uuid.UUID { return uuid.MustParse(s.state.OrderID) }
+
+// cancel runs the payment-vs-cancel protocol (seed §7.6): CANCEL_PENDING by
+// CAS, ask the provider (query, close), record a payment it reports, else
+// cancel by CAS with NOT EXISTS payment, then release Redis. A PAID order is
+// never cancelled. done=false means the order is not yet expired: wait again.
+func (s *saga) cancel(ctx workflow.Context, expired bool) (bool, error) {
+	oid := s.orderID()
+	var status string
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.BeginCancel, activities.CancelInput{OrderID: oid, RequireExpired: expired}).Get(ctx, &status); err != nil {
+		return true, err
+	}
+	switch status {
+	case StatusPaid, StatusRefunding, StatusRefunded:
+		s.setStatus(ctx, status, "cancel found the order "+status)
+		return true, nil
+	case "CREATED", "PAYING":
+		s.state.Steps = append(s.state.Steps, "expiry timer fired before the database clock passed expires_at: waiting again")
+		return false, nil
+	case StatusCancelled:
+		return true, s.release(ctx)
+	}
+	s.setStatus(ctx, StatusCancelPend, map[bool]string{true: "payment window expired", false: "user asked to cancel"}[expired])
+	var closed activities.CloseResult
+	if err := workflow.ExecuteActivity(providerActivity(ctx), act.CloseAtProvider, oid).Get(ctx, &closed); err != nil {
+		return true, err
+	}
+	if closed.Outcome == activities.ClosePaid {
+		var rec payments.RecordResult
+		if err := workflow.ExecuteActivity(dbActivity(ctx), act.RecordPayment, closed.Evidence).Get(ctx, &rec); err != nil {
+			return true, err
+		}
+		s.setStatus(ctx, rec.OrderStatus, "provider reported the payment during cancel: "+string(rec.Outcome))
+		return true, nil
+	}
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.FinalCancel, oid).Get(ctx, &status); err != nil {
+		return true, err
+	}
+	if status != StatusCancelled {
+		s.setStatus(ctx, status, "a payment won the race: order is "+status)
+		return true, nil
+	}
+	return true, s.release(ctx)
+}
+
+func (s *saga) release(ctx workflow.Context) error {
+	m := s.in.Message
+	var r activities.ProjectionResult
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.ReleaseRedis, activities.ReleaseInput{
+		ReservationID: m.ReservationID, OrderID: s.orderID(), ActivityID: m.ActivityID, SKUID: m.SKUID,
+	}).Get(ctx, &r); err != nil {
+		return err
+	}
+	step := "cancelled; unit given back to redis"
+	if r.Code < 0 {
+		step = "cancelled; redis release not applied (" + r.Text + "): reconciliation rebuilds counters"
+	}
+	s.setStatus(ctx, StatusCancelled, step)
+	return nil
+}
+
+// providerActivity options: calls to the payment provider, retried with
+// backoff (every call is idempotent at the provider).
+func providerActivity(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 15 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+		},
+	})
 }

@@ -44,16 +44,19 @@ func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) SagaState {
 	return st
 }
 
-func TestSagaOrderCreatedProjectsIt(t *testing.T) {
+func TestSagaPaidBeforeExpiry(t *testing.T) {
 	env := newEnv(t)
 	m := testMessage()
 	oid := activities.OrderID(m.ReservationID)
-	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated, OrderID: oid}, nil).Once()
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated, OrderID: oid,
+		ExpiresAt: env.Now().Add(15 * time.Minute)}, nil).Once()
 	env.OnActivity(act.ProjectOrderCreated, mock.Anything, activities.ProjectionInput{ReservationID: m.ReservationID,
 		OrderID: oid, ActivityID: m.ActivityID, SKUID: m.SKUID}).Return(activities.ProjectionResult{Code: 1}, nil).Once()
+	env.OnActivity(act.OrderStatus, mock.Anything, oid).Return("PAID", nil).Once()
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPayment, PaymentSignal{TransactionID: "txn_1"}) }, time.Minute)
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	st := result(t, env)
-	if st.Status != StatusOrderCreated || st.OrderID != oid.String() {
+	if st.Status != StatusPaid || st.OrderID != oid.String() {
 		t.Fatalf("state = %+v", st)
 	}
 	env.AssertExpectations(t)

@@ -11,13 +11,13 @@ import (
 func newAPICmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "api",
-		Short: "Run the HTTP gateway (SECKILL_HTTP_ADDR): reservations, status, admin sale set-up, /metrics",
+		Short: "Run the HTTP gateway (SECKILL_HTTP_ADDR): reservations, orders, payments, callbacks, admin sale set-up, /metrics",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := loadBase()
 			if err != nil {
 				return err
 			}
-			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-gateway", false, b.log)
+			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-gateway", true, b.log)
 			if err != nil {
 				return err
 			}

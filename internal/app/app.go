@@ -22,15 +22,18 @@ import (
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/auth"
+	"github.com/seckill/seckill/internal/checkout"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/pg"
 	"github.com/seckill/seckill/internal/redisx"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/temporalx"
+	"github.com/seckill/seckill/paysim"
 	"github.com/seckill/seckill/workers/outboxrelay"
 	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workers/sagaworker"
@@ -55,6 +58,8 @@ type Conns struct {
 	Redis    *redis.Client
 	Producer *mq.Producer
 	Temporal client.Client // nil unless dialled
+	// Provider is the payment provider client (nil: payment activities fail).
+	Provider payments.Provider
 }
 
 // Open connects to PostgreSQL, Redis and RocketMQ (and Temporal if withTemporal).
@@ -76,6 +81,7 @@ func Open(ctx context.Context, cfg config.Config, producerGroup string, withTemp
 		c.Close()
 		return nil, err
 	}
+	c.Provider = payments.PaysimProvider{Client: &paysim.Client{BaseURL: cfg.PaysimURL, MerchantKey: cfg.PaysimMerchantKey}}
 	if withTemporal {
 		if c.Temporal, err = temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, log); err != nil {
 			c.Close()
@@ -152,8 +158,17 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 	if err != nil {
 		return nil, err
 	}
-	return api.NewRouter(api.Deps{Auth: authn, Reserver: res, Status: reservation.NewStatusReader(conns.Redis, conns.Pool),
-		Pool: conns.Pool, Redis: conns.Redis, Metrics: metrics.Handler(tel.Registry), Log: log}), nil
+	deps := api.Deps{Auth: authn, Reserver: res, Status: reservation.NewStatusReader(conns.Redis, conns.Pool),
+		Pool: conns.Pool, Redis: conns.Redis, Metrics: metrics.Handler(tel.Registry), Log: log}
+	if conns.Temporal != nil {
+		co, err := checkout.NewService(conns.Pool, conns.Provider, conns.Temporal, cfg.TemporalTaskQueue,
+			payments.PaysimVerifier(cfg.PaysimSecretBytes(), cfg.CallbackTolerance), cfg.CallbackURL, log)
+		if err != nil {
+			return nil, err
+		}
+		deps.Checkout = co
+	}
+	return api.NewRouter(deps), nil
 }
 
 // RunWorkers runs the given parts on conns until ctx ends. conns.Temporal
@@ -183,7 +198,8 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, parts []st
 		g.Go(func() error { return relay.Run(gctx) })
 	}
 	if run(PartSaga) {
-		acts, err := activities.New(conns.Pool, conns.Verify, conns.Redis, fp, log, cfg.TopicOrderCreate, cfg.ReservationTTL)
+		acts, err := activities.New(activities.Deps{Pool: conns.Pool, Verify: conns.Verify, Redis: conns.Redis, Failpoints: fp,
+			Log: log, Topic: cfg.TopicOrderCreate, TerminalTTL: cfg.ReservationTTL, Provider: conns.Provider})
 		if err != nil {
 			return err
 		}

@@ -149,7 +149,7 @@ func TestParseProcStatCPU(t *testing.T) {
 }
 
 func TestParseProcPIDStat(t *testing.T) {
-	line := "26057 (java thread (x)) S 1 26057 26057 0 -1 4194560 1 0 0 0 3100 250 0 0 20 0 120 0 0 0"
+	line := "26057 (java thread (x)) S 1 26057 26057 0 -1 4194560 1 0 0 0 3100 250 40 2 20 0 120 0 0 0"
 	comm, ticks, err := ParseProcPIDStat(line)
 	if err != nil {
 		t.Fatal(err)
@@ -163,10 +163,13 @@ func TestParseProcPIDStat(t *testing.T) {
 }
 
 func TestProcDelta(t *testing.T) {
-	a := ProcTicks{1: {"redis-server", 100}, 2: {"java", 50}, 3: {"gone", 10}}
-	b := ProcTicks{1: {"redis-server", 350}, 2: {"java", 60}, 4: {"compile", 30}, 5: {"idle", 0}}
+	a := ProcTicks{1: {"redis-server", 100}, 2: {"go", 50}, 3: {"gone", 10}, 6: {"old", 500},
+		7: {"kworker/0:1-events", 900}}
+	b := ProcTicks{1: {"redis-server", 350}, 2: {"go", 60}, 4: {"compile", 30}, 5: {"idle", 0},
+		6: {"new", 5},                        // pid 6 reused
+		7: {"kworker/0:1-mm_percpu_wq", 902}} // renamed kernel worker
 	got := ProcDelta(a, b)
-	want := []ProcCPU{{"redis-server", 2.5}, {"compile", 0.3}, {"java", 0.1}}
+	want := []ProcCPU{{"redis-server", 2.5}, {"compile", 0.3}, {"go", 0.1}, {"new", 0.05}, {"kworker/0:1-mm_percpu_wq", 0.02}}
 	if len(got) != len(want) {
 		t.Fatalf("delta = %+v", got)
 	}
@@ -178,15 +181,19 @@ func TestProcDelta(t *testing.T) {
 }
 
 func TestRedisInfoParsers(t *testing.T) {
-	cpu, err := ParseRedisCPU("# CPU\r\nused_cpu_sys:12.5\r\nused_cpu_user:30.25\r\nused_cpu_sys_children:0.0\r\n")
-	if err != nil || cpu != 42.75 {
-		t.Fatalf("cpu %v err %v", cpu, err)
+	cpu, forks, err := ParseRedisCPU("# CPU\r\nused_cpu_sys:12.5\r\nused_cpu_user:30.25\r\nused_cpu_sys_children:0.5\r\n" +
+		"used_cpu_user_children:1.25\r\nused_cpu_sys_main_thread:10.0\r\n")
+	if err != nil || cpu != 42.75 || forks != 1.75 {
+		t.Fatalf("cpu %v forks %v err %v", cpu, forks, err)
 	}
-	if _, err := ParseRedisCPU("# CPU\r\n"); err == nil {
+	if _, _, err := ParseRedisCPU("# CPU\r\n"); err == nil {
 		t.Fatal("missing fields accepted")
 	}
 	info := "# Commandstats\r\ncmdstat_evalsha:calls=200004,usec=1,usec_per_call=5.0,rejected_calls=1,failed_calls=2\r\n" +
 		"cmdstat_eval:calls=9,usec=1,usec_per_call=1,rejected_calls=0,failed_calls=0\r\n"
+	if n := InfoInt("# Persistence\r\naof_rewrites:48\r\n", "aof_rewrites"); n != 48 {
+		t.Fatalf("aof_rewrites = %d", n)
+	}
 	calls, failed := ParseCommandStat(info, "evalsha")
 	if calls != 200004 || failed != 3 {
 		t.Fatalf("calls %d failed %d", calls, failed)

@@ -16,7 +16,7 @@ type ProcTicks map[int]ProcEntry
 // ProcEntry is one process in a ProcTicks snapshot.
 type ProcEntry struct {
 	Name  string
-	Ticks uint64
+	Ticks uint64 // utime + stime, all threads
 }
 
 // ClockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on Linux
@@ -89,16 +89,18 @@ type ProcCPU struct {
 }
 
 // ProcDelta groups the CPU time used between a and b by process name,
-// largest first. Processes that started in between count from zero.
+// largest first. Processes that started in between count from zero; those
+// that started and ended in between are not seen at all.
 func ProcDelta(a, b ProcTicks) []ProcCPU {
 	by := map[string]uint64{}
 	for pid, e := range b {
-		prev := a[pid]
-		if prev.Name != "" && prev.Ticks <= e.Ticks {
-			by[e.Name] += e.Ticks - prev.Ticks
-		} else if prev.Name == "" {
-			by[e.Name] += e.Ticks
+		prev, ok := a[pid]
+		if !ok || prev.Ticks > e.Ticks {
+			// Started in between, or the pid was reused. (A kernel
+			// worker renames itself as its work changes: same process.)
+			prev = ProcEntry{}
 		}
+		by[e.Name] += e.Ticks - prev.Ticks
 	}
 	out := make([]ProcCPU, 0, len(by))
 	for n, t := range by {

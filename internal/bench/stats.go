@@ -50,26 +50,34 @@ type CPUSample struct {
 	MachineBusy  uint64  // jiffies not idle/iowait, all CPUs
 	MachineTotal uint64  // all jiffies, all CPUs
 	Redis        float64 // seconds, used_cpu_user + used_cpu_sys
-	Self         float64 // seconds, user + system of this process
-	Procs        ProcTicks
+	// RedisForks is used_cpu_user_children + used_cpu_sys_children: the CPU
+	// of redis-server's finished forks (AOF rewrites, RDB saves).
+	RedisForks  float64
+	Self        float64 // seconds, user + system of this process
+	Procs       ProcTicks
+	AOFRewrites int64 // Redis aof_rewrites + rdb_saves (INFO persistence)
 }
 
 // CPUUse is where CPU time went between two samples, in core-seconds.
 type CPUUse struct {
 	Wall    time.Duration
 	Machine float64 // all processes
-	Redis   float64 // redis-server
-	Self    float64 // this process (in-process gateway + load generator)
-	Child   float64 // redis-benchmark, when it ran
+	Redis   float64 // redis-server (main process)
+	// RedisForks is redis-server's forks that finished in the interval
+	// (AOF rewrite, RDB save); part of Rest.
+	RedisForks float64
+	Self       float64 // this process (in-process gateway + load generator)
+	Child      float64 // redis-benchmark, when it ran
 }
 
-// Other is machine time spent outside redis-server, this process and the
+// Rest is machine time spent outside redis-server, this process and the
 // child: the RocketMQ broker, PostgreSQL, Temporal, the kernel's softirqs.
-func (u CPUUse) Other() float64 { return max(0, u.Machine-u.Redis-u.Self-u.Child) }
+func (u CPUUse) Rest() float64 { return max(0, u.Machine-u.Redis-u.Self-u.Child) }
 
 // Use returns the CPU time between a and b; ncpu converts the machine share.
 func Use(a, b CPUSample, ncpu int, child time.Duration) CPUUse {
-	u := CPUUse{Wall: b.At.Sub(a.At), Redis: b.Redis - a.Redis, Self: b.Self - a.Self, Child: child.Seconds()}
+	u := CPUUse{Wall: b.At.Sub(a.At), Redis: b.Redis - a.Redis, RedisForks: b.RedisForks - a.RedisForks,
+		Self: b.Self - a.Self, Child: child.Seconds()}
 	if dt := b.MachineTotal - a.MachineTotal; dt > 0 {
 		u.Machine = float64(b.MachineBusy-a.MachineBusy) / float64(dt) * float64(ncpu) * u.Wall.Seconds()
 	}
@@ -119,26 +127,36 @@ func SelfCPU() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
-// ParseRedisCPU reads used_cpu_user + used_cpu_sys from INFO cpu text.
-func ParseRedisCPU(info string) (float64, error) {
-	var sum float64
+// ParseRedisCPU reads used_cpu_user + used_cpu_sys (the server) and
+// used_cpu_user_children + used_cpu_sys_children (its finished forks) from
+// INFO cpu text.
+func ParseRedisCPU(info string) (server, forks float64, err error) {
 	found := 0
 	for _, line := range strings.Split(info, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (k != "used_cpu_user" && k != "used_cpu_sys") {
+		if !ok {
+			continue
+		}
+		var dst *float64
+		switch k {
+		case "used_cpu_user", "used_cpu_sys":
+			dst = &server
+			found++
+		case "used_cpu_user_children", "used_cpu_sys_children":
+			dst = &forks
+		default:
 			continue
 		}
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return 0, fmt.Errorf("INFO cpu %s: %w", k, err)
+			return 0, 0, fmt.Errorf("INFO cpu %s: %w", k, err)
 		}
-		sum += f
-		found++
+		*dst += f
 	}
 	if found != 2 {
-		return 0, errors.New("INFO cpu lacks used_cpu_user/used_cpu_sys")
+		return 0, 0, errors.New("INFO cpu lacks used_cpu_user/used_cpu_sys")
 	}
-	return sum, nil
+	return server, forks, nil
 }
 
 // ParseCommandStat reads calls and failed_calls of one command from INFO
@@ -162,4 +180,16 @@ func ParseCommandStat(info, cmd string) (calls, failed int64) {
 		}
 	}
 	return calls, failed
+}
+
+// InfoInt reads one integer field of INFO text (0 if absent).
+func InfoInt(info, key string) int64 {
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && k == key {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }

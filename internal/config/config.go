@@ -71,7 +71,23 @@ type Config struct {
 	// StarterGroup is the RocketMQ consumer group of the saga starter.
 	StarterGroup string `env:"SECKILL_STARTER_GROUP" envDefault:"saga-starter"`
 
+	// The payment provider (the project's simulator, `seckill paysim`).
+	PaysimURL         string `env:"SECKILL_PAYSIM_URL" envDefault:"http://127.0.0.1:18090"`
+	PaysimAddr        string `env:"SECKILL_PAYSIM_ADDR" envDefault:"127.0.0.1:18090"`
+	PaysimSecret      string `env:"SECKILL_PAYSIM_SECRET" envDefault:"6465762d6f6e6c792d70617973696d2d7365637265742d6368616e67652d6d65"`
+	PaysimMerchantKey string `env:"SECKILL_PAYSIM_MERCHANT_KEY" envDefault:"dev-merchant-key"`
+	// CallbackURL is where the provider sends signed payment callbacks (this gateway).
+	CallbackURL string `env:"SECKILL_CALLBACK_URL" envDefault:"http://127.0.0.1:8080/v1/payments/callback"`
+	// CallbackTolerance is how far a callback's signed timestamp may be from our clock.
+	CallbackTolerance time.Duration `env:"SECKILL_CALLBACK_TOLERANCE" envDefault:"5m"`
+
 	LogLevel string `env:"SECKILL_LOG_LEVEL" envDefault:"info"`
+}
+
+// PaysimSecretBytes is the webhook signing secret shared with the provider.
+func (c Config) PaysimSecretBytes() []byte {
+	b, _ := hex.DecodeString(c.PaysimSecret) // validated by Validate
+	return b
 }
 
 // Load reads the environment over the defaults and validates the result.
@@ -148,6 +164,9 @@ func (c Config) Validate() error {
 		{"SECKILL_TOPIC_ORDER_CREATE", c.TopicOrderCreate},
 		{"SECKILL_TOPIC_EVENTS", c.TopicEvents},
 		{"SECKILL_STARTER_GROUP", c.StarterGroup},
+		{"SECKILL_PAYSIM_URL", c.PaysimURL},
+		{"SECKILL_PAYSIM_MERCHANT_KEY", c.PaysimMerchantKey},
+		{"SECKILL_CALLBACK_URL", c.CallbackURL},
 		{"SECKILL_ADMIN_TOKEN", c.AdminToken},
 	}
 	for _, p := range nonEmpty {
@@ -163,6 +182,12 @@ func (c Config) Validate() error {
 	}
 	if k, err := hex.DecodeString(c.AuthSecret); err != nil || len(k) < 32 {
 		return &FieldError{Var: "SECKILL_AUTH_SECRET", Value: "<redacted>", Reason: "must be hex of at least 32 bytes"}
+	}
+	if k, err := hex.DecodeString(c.PaysimSecret); err != nil || len(k) < 32 {
+		return &FieldError{Var: "SECKILL_PAYSIM_SECRET", Value: "<redacted>", Reason: "must be hex of at least 32 bytes"}
+	}
+	if c.CallbackTolerance <= 0 || c.CallbackTolerance > time.Hour {
+		return &FieldError{Var: "SECKILL_CALLBACK_TOLERANCE", Value: c.CallbackTolerance.String(), Reason: "must be between 0 and 1h"}
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

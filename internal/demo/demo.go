@@ -36,9 +36,14 @@ type Options struct {
 	// operator correcting stock after set-up would): those reservations are
 	// rejected by PostgreSQL and compensated back to Redis.
 	PGShortfall int64
-	Timeout     time.Duration
-	Progress    io.Writer
-	Failpoints  *failpoint.Set
+	// PaymentTimeout > 0 runs the payment phase: the sale's payment window,
+	// after which unpaid orders are cancelled. Buyers then pay early, pay
+	// right at the deadline (racing the cancel, with duplicated and delayed
+	// callbacks), pay after their order was cancelled (refunded), or never.
+	PaymentTimeout time.Duration
+	Timeout        time.Duration
+	Progress       io.Writer
+	Failpoints     *failpoint.Set
 }
 
 // Report is the outcome of a sale.
@@ -46,14 +51,16 @@ type Report struct {
 	ActivityID, SKUID int64
 	HTTP              map[int]int // status code → count
 	Accepted          int
-	Orders            int64
+	Orders            int64 // reservations that got an order (later paid or cancelled)
 	Compensated       int64
 	Manual            int64
 	Other             int64
-	Snapshot          invariants.Snapshot
-	Violations        []invariants.Violation
-	AdmitTime         time.Duration
-	DrainTime         time.Duration
+	// Payment phase (PaymentTimeout > 0): what buyers did.
+	Plan       map[string]int
+	Snapshot   invariants.Snapshot
+	Violations []invariants.Violation
+	AdmitTime  time.Duration
+	DrainTime  time.Duration
 }
 
 // SKUID is the one SKU of a demo activity.
@@ -84,18 +91,19 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 	}
 	defer conns.Close()
 	tel := app.NewTelemetry()
-	h, err := app.APIHandler(cfg, conns, tel, opts.Failpoints, log)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return rep, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	base := "http://" + ln.Addr().String()
+	cfg.CallbackURL = base + "/v1/payments/callback" // the provider calls this process back
+	h, err := app.APIHandler(cfg, conns, tel, opts.Failpoints, log)
 	if err != nil {
 		return rep, err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
 	defer srv.Shutdown(context.WithoutCancel(ctx))
-	base := "http://" + ln.Addr().String()
 
 	wctx, stopWorkers := context.WithCancel(ctx)
 	werr := make(chan error, 1)
@@ -111,8 +119,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 	}
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: opts.Concurrency}}
 	now := time.Now()
+	payTimeout := 900
+	if opts.PaymentTimeout > 0 {
+		payTimeout = int(max(opts.PaymentTimeout.Round(time.Second), time.Second) / time.Second)
+	}
 	def := sale.Activity{ActivityID: opts.ActivityID, Name: fmt.Sprintf("demo %d", opts.ActivityID), StartsAt: now.Add(-time.Minute),
-		EndsAt: now.Add(time.Hour), PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300,
+		EndsAt: now.Add(time.Hour), PaymentTimeoutSeconds: payTimeout, OrderDeadlineSeconds: 300,
 		SKUs: []sale.SKU{{SKUID: SKUID, Stock: opts.Stock, PriceCents: 4999}}}
 	if err := post(ctx, client, base+"/v1/admin/activities", cfg.AdminToken, "", def, http.StatusOK); err != nil {
 		return rep, fmt.Errorf("sale set-up: %w", err)
@@ -153,6 +165,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 
 	drainStart := time.Now()
 	deadline := time.Now().Add(opts.Timeout)
+	var buyersRun *buyers
+	if opts.PaymentTimeout > 0 {
+		buyersRun = rep.startBuyers(ctx, cfg, conns, client, authn.Mint, base, opts)
+	}
 	lastPrint := time.Time{}
 	for {
 		if err := rep.count(ctx, conns, opts.ActivityID); err != nil {
@@ -182,6 +198,17 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+	if buyersRun != nil {
+		close(buyersRun.stop)
+		err := <-buyersRun.done
+		rep.Plan = buyersRun.plan
+		if err != nil {
+			return rep, err
+		}
+		if err := settle(ctx, conns, opts, deadline, werr); err != nil {
+			return rep, err
+		}
+	}
 	rep.DrainTime = time.Since(drainStart)
 	rep.Snapshot, rep.Violations, err = invariants.Check(ctx, conns.Pool, conns.Redis, opts.ActivityID, SKUID, true)
 	return rep, err
@@ -189,7 +216,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 
 func (r *Report) count(ctx context.Context, conns *app.Conns, activityID int64) error {
 	return conns.Pool.QueryRow(ctx, `
-		SELECT count(*) FILTER (WHERE status = 'ORDER_CREATED'),
+		SELECT count(*) FILTER (WHERE status IN ('ORDER_CREATED', 'CANCELLED')),
 		       count(*) FILTER (WHERE status = 'COMPENSATED'),
 		       count(*) FILTER (WHERE status = 'MANUAL_REVIEW'),
 		       count(*) FILTER (WHERE status NOT IN ('ORDER_CREATED', 'COMPENSATED', 'MANUAL_REVIEW'))
@@ -254,6 +281,12 @@ func (r Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "orders created:     %d\n", r.Orders)
 	fmt.Fprintf(w, "compensated:        %d (PostgreSQL rejected, unit given back to Redis)\n", r.Compensated)
 	fmt.Fprintf(w, "manual review:      %d\n", r.Manual)
+	if r.Plan != nil {
+		fmt.Fprintf(w, "buyers' payments:   %v\n", r.Plan)
+		fmt.Fprintf(w, "paid:               %d\n", r.Snapshot.Paid)
+		fmt.Fprintf(w, "cancelled:          %d (payment window expired; unit back on sale)\n", r.Snapshot.Cancelled)
+		fmt.Fprintf(w, "refunded:           %d (paid after the cancel: money returned)\n", r.Snapshot.Refunded)
+	}
 	fmt.Fprintf(w, "sagas drained in:   %s\n", r.DrainTime.Round(time.Millisecond))
 	fmt.Fprintf(w, "PostgreSQL stock:   initial %d = available %d + occupied %d + sold %d\n", s.PGInitial, s.PGAvailable, s.PGOccupied, s.PGSold)
 	fmt.Fprintf(w, "Redis stock:        initial %d = available %d + open_reserved %d + committed %d\n", s.RedisInitial, s.RedisAvailable, s.RedisOpen, s.RedisCommitted)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -22,7 +23,13 @@ type Snapshot struct {
 	// RedisCompensated counts units compensate.lua gave back; PGCompensated
 	// the reservations PostgreSQL authorized for it (COMPENSATING/COMPENSATED).
 	RedisCompensated, PGCompensated int64
-	RedisPresent                    bool
+	// RedisReleased counts units release.lua gave back for cancelled orders.
+	RedisReleased int64
+	// Orders by status, and payment facts for I5.
+	Paid, Cancelled, Refunding, Refunded, OpenOrders   int64
+	ReleasedRows, SoldRows                             int64
+	PaidButReleased, CancelledWithPayment, PaidNoMoney int64
+	RedisPresent                                       bool
 }
 
 // Take reads the snapshot.
@@ -37,7 +44,7 @@ func Take(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activityID
 		return s, fmt.Errorf("read sku_inventory %d/%d: %w", activityID, skuID, err)
 	}
 	k := lua.Keys{ActivityID: activityID, SKUID: skuID}
-	v, err := rdb.HMGet(ctx, k.Counter(), "initial", "available", "open_reserved", "committed", "compensated_total").Result()
+	v, err := rdb.HMGet(ctx, k.Counter(), "initial", "available", "open_reserved", "committed", "compensated_total", "released_total").Result()
 	if err != nil {
 		return s, fmt.Errorf("read redis counters: %w", err)
 	}
@@ -47,13 +54,37 @@ func Take(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activityID
 		return i
 	}
 	s.RedisInitial, s.RedisAvailable, s.RedisOpen, s.RedisCommitted = n(v[0]), n(v[1]), n(v[2]), n(v[3])
-	s.RedisCompensated = n(v[4])
+	s.RedisCompensated, s.RedisReleased = n(v[4]), n(v[5])
+	if err := pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE status = 'PAID'),
+		       count(*) FILTER (WHERE status = 'CANCELLED'),
+		       count(*) FILTER (WHERE status = 'REFUNDING'),
+		       count(*) FILTER (WHERE status = 'REFUNDED'),
+		       count(*) FILTER (WHERE status IN ('CREATED', 'PAYING', 'CANCEL_PENDING')
+		           AND expires_at < clock_timestamp() - $3::interval),
+		       (SELECT count(*) FROM inventory_ledger l WHERE l.activity_id = $1 AND l.sku_id = $2 AND l.change_type = 'RELEASE'),
+		       (SELECT count(*) FROM inventory_ledger l WHERE l.activity_id = $1 AND l.sku_id = $2 AND l.change_type = 'SELL'),
+		       count(*) FILTER (WHERE status = 'PAID' AND EXISTS (SELECT 1 FROM inventory_ledger l
+		           WHERE l.order_id = orders.order_id AND l.change_type = 'RELEASE')),
+		       count(*) FILTER (WHERE status = 'CANCELLED' AND EXISTS (SELECT 1 FROM payment_record p
+		           WHERE p.order_id = orders.order_id AND p.status = 'SUCCESS')),
+		       count(*) FILTER (WHERE status = 'PAID' AND NOT EXISTS (SELECT 1 FROM payment_record p
+		           WHERE p.order_id = orders.order_id AND p.status = 'SUCCESS'))
+		FROM orders WHERE activity_id = $1 AND sku_id = $2`, activityID, skuID, OverdueGrace.String()).
+		Scan(&s.Paid, &s.Cancelled, &s.Refunding, &s.Refunded, &s.OpenOrders, &s.ReleasedRows, &s.SoldRows,
+			&s.PaidButReleased, &s.CancelledWithPayment, &s.PaidNoMoney); err != nil {
+		return s, fmt.Errorf("read orders: %w", err)
+	}
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM inventory_reservation WHERE activity_id = $1 AND sku_id = $2
 		AND status IN ('COMPENSATING', 'COMPENSATED')`, activityID, skuID).Scan(&s.PGCompensated); err != nil {
 		return s, fmt.Errorf("count compensations: %w", err)
 	}
 	return s, nil
 }
+
+// OverdueGrace is how long past its payment deadline an order may still be
+// open (the cancel path's retries) before I6 calls it stuck.
+const OverdueGrace = time.Minute
 
 // Violation is one broken invariant, named as in ARCHITECTURE.md.
 type Violation struct {
@@ -105,6 +136,29 @@ func Check(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activityI
 	}
 	if s.RedisCompensated > s.PGCompensated {
 		add("I4", "Redis gave back %d units for %d authorized compensations", s.RedisCompensated, s.PGCompensated)
+	}
+	if s.PaidButReleased > 0 {
+		add("I5", "%d PAID orders had their stock released (a paid order was cancelled)", s.PaidButReleased)
+	}
+	if s.PaidNoMoney > 0 {
+		add("I5", "%d PAID orders without a successful payment record", s.PaidNoMoney)
+	}
+	if s.PGSold != s.Paid || s.SoldRows != s.Paid {
+		add("I5", "sold stock %d / SELL ledger rows %d != PAID orders %d", s.PGSold, s.SoldRows, s.Paid)
+	}
+	if quiescent {
+		if s.CancelledWithPayment > 0 || s.Refunding > 0 {
+			add("I5", "%d cancelled orders hold an unrefunded payment, %d refunds unfinished", s.CancelledWithPayment, s.Refunding)
+		}
+		if released := s.Cancelled + s.Refunding + s.Refunded; s.ReleasedRows != released {
+			add("I5", "stock released %d times for %d cancelled orders", s.ReleasedRows, released)
+		}
+		if s.RedisPresent && s.RedisReleased != s.ReleasedRows {
+			add("I5", "Redis released %d units for %d cancelled orders", s.RedisReleased, s.ReleasedRows)
+		}
+	}
+	if s.OpenOrders > 0 {
+		add("I6", "%d orders still open (CREATED, PAYING, CANCEL_PENDING) more than %s past their payment deadline", s.OpenOrders, OverdueGrace)
 	}
 	if d := s.PGInitial - s.PGAvailable - s.PGOccupied - s.PGSold; d != 0 {
 		add("I7", "PostgreSQL initial %d != available %d + occupied %d + sold %d (delta %d)", s.PGInitial, s.PGAvailable, s.PGOccupied, s.PGSold, d)

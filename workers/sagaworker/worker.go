@@ -11,9 +11,10 @@ import (
 	"github.com/seckill/seckill/workflows"
 )
 
-// Register adds the saga workflow and every activity it calls to r.
+// Register adds the saga and refund workflows and every activity they call to r.
 func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflow(workflows.ReservationSaga)
+	r.RegisterWorkflow(workflows.RefundWorkflow)
 	r.RegisterActivity(acts)
 }
 

@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/internal/demo"
+	"github.com/seckill/seckill/paysim"
+)
+
+// startPaysim runs the provider simulator in-process for one test.
+func startPaysim(t *testing.T, secret []byte, merchantKey string) string {
+	t.Helper()
+	sim, err := paysim.New(paysim.Options{Secret: secret, MerchantKey: merchantKey, Logger: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		sim.Close()
+	})
+	return srv.URL
+}
+
+// Orders whose buyers pay early, pay right at the payment deadline (racing
+// the cancel, with delayed, duplicated and reordered callbacks), pay after
+// the cancel, or never pay. No PAID order is cancelled, every late payment
+// ends REFUNDED, stock is released exactly once per cancelled order in
+// PostgreSQL and Redis, and stock is conserved (the invariant check of
+// demo.Run covers I1-I7 with these payment facts).
+func TestPaymentVersusCancelRace(t *testing.T) {
+	cfg := e2eConfig(t)
+	cfg.PaysimURL = startPaysim(t, cfg.PaysimSecretBytes(), cfg.PaysimMerchantKey)
+	const orders = 1000
+	rep := run(t, cfg, demo.Options{Stock: orders, Buyers: orders, Concurrency: 64, PaymentTimeout: 20 * time.Second,
+		Timeout: 5 * time.Minute})
+	s := rep.Snapshot
+	if rep.Orders != orders {
+		t.Fatalf("orders %d, want %d", rep.Orders, orders)
+	}
+	if s.Paid+s.Cancelled+s.Refunded != orders || s.OpenOrders != 0 || s.Refunding != 0 {
+		t.Fatalf("orders not all final: paid %d cancelled %d refunded %d open %d refunding %d", s.Paid, s.Cancelled, s.Refunded, s.OpenOrders, s.Refunding)
+	}
+	plan := rep.Plan
+	if s.Paid < int64(plan[demo.PayEarly]) {
+		t.Fatalf("%d paid, but %d buyers paid early", s.Paid, plan[demo.PayEarly])
+	}
+	if s.Refunded != int64(plan[demo.PayLate]) {
+		t.Fatalf("%d refunded, want every late payer (%d)", s.Refunded, plan[demo.PayLate])
+	}
+	if s.Cancelled < int64(plan[demo.NeverPay]) {
+		t.Fatalf("%d cancelled, but %d buyers never paid", s.Cancelled, plan[demo.NeverPay])
+	}
+	if s.PGSold != s.Paid || s.RedisCommitted != s.Paid || s.PGAvailable != orders-s.Paid || s.RedisAvailable != orders-s.Paid {
+		t.Fatalf("stock does not match the outcome: %+v", s)
+	}
+	t.Logf("plan %v → paid %d, cancelled %d, refunded %d", plan, s.Paid, s.Cancelled, s.Refunded)
+}

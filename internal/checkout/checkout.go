@@ -1,0 +1,275 @@
+// Package checkout is the gateway's order and payment operations: read an
+// order, start its payment at the provider, ask its saga to cancel it, and
+// take the provider's signed callbacks. PostgreSQL transitions live in
+// internal/payments; the sagas in workflows.
+package checkout
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/workflows"
+)
+
+// Signaller is the part of the Temporal client the service needs.
+type Signaller interface {
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+}
+
+// Verifier checks a provider callback's signature headers over body.
+type Verifier func(id, timestamp, signature string, body []byte, now time.Time) error
+
+// Service is the payment API's logic: start a payment, cancel, read an
+// order, and take provider callbacks.
+type Service struct {
+	store       *payments.Store
+	pool        *pgxpool.Pool
+	provider    payments.Provider
+	temporal    Signaller
+	taskQueue   string
+	verify      Verifier
+	callbackURL string
+	log         *slog.Logger
+	now         func() time.Time
+}
+
+// NewService builds the Service; every dependency is required.
+func NewService(pool *pgxpool.Pool, provider payments.Provider, tc Signaller, taskQueue string, verify Verifier,
+	callbackURL string, log *slog.Logger) (*Service, error) {
+	if pool == nil || provider == nil || tc == nil || taskQueue == "" || verify == nil || callbackURL == "" || log == nil {
+		return nil, errors.New("checkout: nil dependency")
+	}
+	return &Service{store: payments.NewStore(pool, nil), pool: pool, provider: provider, temporal: tc, taskQueue: taskQueue,
+		verify: verify, callbackURL: callbackURL, log: log, now: time.Now}, nil
+}
+
+// Errors the API maps to answers.
+var (
+	// ErrNotFound: no such order for this user (another user's order answers the same).
+	ErrNotFound = errors.New("order not found")
+)
+
+// StateError means the order is not in a state that allows the operation.
+type StateError struct {
+	Op     string
+	Status string
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("cannot %s an order that is %s", e.Op, e.Status)
+}
+
+// OrderView is what a user sees of an order.
+type OrderView struct {
+	OrderID       uuid.UUID  `json:"order_id"`
+	ReservationID uuid.UUID  `json:"reservation_id"`
+	ActivityID    int64      `json:"activity_id"`
+	SKUID         int64      `json:"sku_id"`
+	Status        string     `json:"status"`
+	AmountCents   int64      `json:"amount_cents"`
+	ExpiresAt     time.Time  `json:"expires_at"`
+	PaidAt        *time.Time `json:"paid_at,omitempty"`
+	CancelledAt   *time.Time `json:"cancelled_at,omitempty"`
+	// TransactionID is the provider payment started for the order, if any.
+	TransactionID string `json:"transaction_id,omitempty"`
+}
+
+// Order returns userID's order.
+func (s *Service) Order(ctx context.Context, userID int64, orderID uuid.UUID) (OrderView, error) {
+	var v OrderView
+	var txn *string
+	err := s.pool.QueryRow(ctx, `
+		SELECT o.order_id, o.reservation_id, o.activity_id, o.sku_id, o.status, o.amount_cents, o.expires_at, o.paid_at, o.cancelled_at,
+		       i.provider_transaction_id
+		FROM orders o LEFT JOIN payment_intent i ON i.order_id = o.order_id
+		WHERE o.order_id = $1 AND o.user_id = $2`, orderID, userID).
+		Scan(&v.OrderID, &v.ReservationID, &v.ActivityID, &v.SKUID, &v.Status, &v.AmountCents, &v.ExpiresAt, &v.PaidAt, &v.CancelledAt, &txn)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return v, ErrNotFound
+	}
+	if err != nil {
+		return v, fmt.Errorf("read order: %w", err)
+	}
+	if txn != nil {
+		v.TransactionID = *txn
+	}
+	return v, nil
+}
+
+// StartPayment starts (or returns the already started) provider payment of
+// userID's order: CREATED → PAYING by CAS, then the provider call outside any
+// transaction (idempotent by order id at the provider).
+func (s *Service) StartPayment(ctx context.Context, userID int64, orderID uuid.UUID) (payments.ProviderPayment, error) {
+	o, err := s.Order(ctx, userID, orderID)
+	if err != nil {
+		return payments.ProviderPayment{}, err
+	}
+	if o.Status != payments.StatusCreated && o.Status != payments.StatusPaying {
+		return payments.ProviderPayment{}, &StateError{"pay", o.Status}
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE orders SET status = 'PAYING', version = version + 1, updated_at = clock_timestamp()
+		WHERE order_id = $1 AND status IN ('CREATED', 'PAYING') AND expires_at > clock_timestamp()`, orderID)
+	if err != nil {
+		return payments.ProviderPayment{}, fmt.Errorf("order → PAYING: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		st, err := s.store.Status(ctx, orderID)
+		if err != nil {
+			return payments.ProviderPayment{}, err
+		}
+		if st == payments.StatusCreated || st == payments.StatusPaying {
+			st = "EXPIRED"
+		}
+		return payments.ProviderPayment{}, &StateError{"pay", st}
+	}
+	p, err := s.provider.Create(ctx, orderID, o.AmountCents, s.callbackURL)
+	if err != nil {
+		return payments.ProviderPayment{}, fmt.Errorf("create provider payment: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO payment_intent (order_id, provider, provider_transaction_id, amount_cents)
+		VALUES ($1, $2, $3, $4) ON CONFLICT (order_id) DO NOTHING`, orderID, s.provider.Name(), p.TransactionID, p.AmountCents); err != nil {
+		return payments.ProviderPayment{}, fmt.Errorf("record payment intent: %w", err)
+	}
+	return p, nil
+}
+
+// RequestCancel asks the saga to cancel userID's unpaid order; the saga runs
+// the same CANCEL_PENDING path as expiry.
+func (s *Service) RequestCancel(ctx context.Context, userID int64, orderID uuid.UUID, reason string) error {
+	o, err := s.Order(ctx, userID, orderID)
+	if err != nil {
+		return err
+	}
+	if o.Status != payments.StatusCreated && o.Status != payments.StatusPaying {
+		return &StateError{"cancel", o.Status}
+	}
+	if err := s.temporal.SignalWorkflow(ctx, workflows.ReservationWorkflowID(o.ReservationID.String()), "", workflows.SignalCancel,
+		workflows.CancelSignal{Reason: reason}); err != nil {
+		return fmt.Errorf("signal saga: %w", err)
+	}
+	return nil
+}
+
+// CallbackBody is a provider's payment.succeeded callback.
+type CallbackBody struct {
+	Type            string    `json:"type"`
+	EventID         string    `json:"event_id"`
+	TransactionID   string    `json:"transaction_id"`
+	MerchantOrderID uuid.UUID `json:"merchant_order_id"`
+	AmountCents     int64     `json:"amount_cents"`
+	PaidAt          time.Time `json:"paid_at"`
+}
+
+// CallbackError is a refused callback: the HTTP status and why.
+type CallbackError struct {
+	Status int
+	Code   string
+	Err    error
+}
+
+func (e *CallbackError) Error() string { return e.Code + ": " + e.Err.Error() }
+
+// HandleCallback verifies and applies a provider callback. nil means
+// "answer 2xx": applied now or a duplicate that changes nothing. The payment
+// is recorded and the order moved to PAID in one transaction before the
+// answer; then the saga is signalled, or a refund started for a payment that
+// landed after a cancel.
+func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte) error {
+	id := h.Get("webhook-id")
+	if err := s.verify(id, h.Get("webhook-timestamp"), h.Get("webhook-signature"), body, s.now()); err != nil {
+		return &CallbackError{http.StatusUnauthorized, "BAD_SIGNATURE", err}
+	}
+	var cb CallbackBody
+	if err := json.Unmarshal(body, &cb); err != nil || cb.Type != "payment.succeeded" || cb.TransactionID == "" || cb.MerchantOrderID == uuid.Nil {
+		return &CallbackError{http.StatusBadRequest, "INVALID_CALLBACK", fmt.Errorf("not a payment.succeeded callback: %v", err)}
+	}
+	hash := sha256.Sum256(body)
+	var prior []byte
+	var priorResult string
+	err := s.pool.QueryRow(ctx, `SELECT body_hash, result FROM payment_callback WHERE webhook_id = $1`, id).Scan(&prior, &priorResult)
+	switch {
+	case err == nil && string(prior) != string(hash[:]):
+		return &CallbackError{http.StatusConflict, "WEBHOOK_ID_REUSED", errors.New("webhook id seen before with another body")}
+	case err == nil && priorResult != "UNKNOWN_ORDER":
+		return nil // duplicate delivery: already applied
+	case err != nil && !errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("read callback %s: %w", id, err)
+	}
+	res, err := s.store.Record(ctx, payments.Evidence{OrderID: cb.MerchantOrderID, Provider: s.provider.Name(), TransactionID: cb.TransactionID,
+		AmountCents: cb.AmountCents, PaidAt: cb.PaidAt})
+	result := ""
+	switch {
+	case errors.Is(err, payments.ErrUnknownOrder):
+		result = "UNKNOWN_ORDER"
+	case errors.Is(err, payments.ErrAmountMismatch), errors.Is(err, payments.ErrConflict):
+		s.log.Error("payment.callback_refused", "webhook_id", id, "transaction_id", cb.TransactionID, "order_id", cb.MerchantOrderID, "error", err)
+		return &CallbackError{http.StatusConflict, "PAYMENT_MISMATCH", err}
+	case err != nil:
+		return fmt.Errorf("record payment: %w", err)
+	default:
+		result = string(res.Outcome)
+	}
+	if _, err := s.pool.Exec(ctx, `
+		INSERT INTO payment_callback (webhook_id, provider, provider_transaction_id, body_hash, result)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (webhook_id) DO UPDATE SET result = EXCLUDED.result, received_at = clock_timestamp()`,
+		id, s.provider.Name(), cb.TransactionID, hash[:], result); err != nil {
+		return fmt.Errorf("record callback: %w", err)
+	}
+	if result == "UNKNOWN_ORDER" {
+		// Kept (payment_callback) and not acknowledged: the provider retries.
+		// Never used to create an order.
+		s.log.Warn("payment.callback_unknown_order", "webhook_id", id, "transaction_id", cb.TransactionID, "order_id", cb.MerchantOrderID)
+		return &CallbackError{http.StatusNotFound, "UNKNOWN_ORDER", payments.ErrUnknownOrder}
+	}
+	s.log.Info("payment.recorded", "webhook_id", id, "payment_id", res.PaymentID, "order_id", cb.MerchantOrderID, "result", result)
+	switch res.Outcome {
+	case payments.Paid, payments.AlreadyPaid:
+		if err := s.temporal.SignalWorkflow(ctx, workflows.ReservationWorkflowID(res.ReservationID.String()), "", workflows.SignalPayment,
+			workflows.PaymentSignal{TransactionID: cb.TransactionID}); err != nil {
+			// PostgreSQL holds the fact; the saga reads it on its next step.
+			s.log.Warn("payment.signal_failed", "order_id", cb.MerchantOrderID, "error", err)
+		}
+	case payments.PaidAfterCancel, payments.AlreadyRefunding:
+		s.log.Warn("payment.cancel_race_detected", "order_id", cb.MerchantOrderID, "payment_id", res.PaymentID, "result", result)
+		if err := s.StartRefund(ctx, res.PaymentID, res.ActivityID, res.SKUID); err != nil {
+			return err // not acknowledged: the provider retries and we start it then
+		}
+	}
+	return nil
+}
+
+// StartRefund starts the payment's refund workflow (idempotent by its ID).
+func (s *Service) StartRefund(ctx context.Context, paymentID uuid.UUID, activityID, skuID int64) error {
+	_, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       workflows.RefundWorkflowID(paymentID.String()),
+		TaskQueue:                s.taskQueue,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.SearchReservationStatus.ValueSet(workflows.StatusRefunding),
+			workflows.SearchActivityID.ValueSet(activityID),
+			workflows.SearchSKUID.ValueSet(skuID)),
+	}, workflows.RefundWorkflow, workflows.RefundInput{PaymentID: paymentID, ActivityID: activityID, SKUID: skuID})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &started) {
+		return fmt.Errorf("start refund of %s: %w", paymentID, err)
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ProviderPayment is a payment as the provider sees it.
+type ProviderPayment struct {
+	TransactionID string
+	OrderID       uuid.UUID
+	AmountCents   int64
+	// Status is the provider's: PENDING, PAID, CLOSED or REFUNDED.
+	Status string
+	PaidAt time.Time
+}
+
+// ErrNoPayment means the provider holds no payment for the order.
+var ErrNoPayment = errors.New("provider has no payment for this order")
+
+// AlreadyPaidError is the provider's answer to closing a payment that was
+// paid meanwhile: the race the CANCEL_PENDING state exists for.
+type AlreadyPaidError struct{ Payment ProviderPayment }
+
+func (e *AlreadyPaidError) Error() string {
+	return fmt.Sprintf("payment %s of order %s is already paid", e.Payment.TransactionID, e.Payment.OrderID)
+}
+
+// Provider is the payment provider as the merchant uses it. Every call is
+// idempotent on the provider's side (by order id, transaction id or refund id).
+type Provider interface {
+	// Name is the provider's name in payment_record.provider.
+	Name() string
+	Create(ctx context.Context, orderID uuid.UUID, amountCents int64, callbackURL string) (ProviderPayment, error)
+	// FindByOrder returns ErrNoPayment when the order has none.
+	FindByOrder(ctx context.Context, orderID uuid.UUID) (ProviderPayment, error)
+	// Close returns *AlreadyPaidError when the payment was paid.
+	Close(ctx context.Context, transactionID string) (ProviderPayment, error)
+	Refund(ctx context.Context, transactionID, refundID string, amountCents int64) (ProviderPayment, error)
+}
+
+// Evidence turns a paid provider payment into payment evidence.
+func (p ProviderPayment) Evidence(provider string) Evidence {
+	return Evidence{OrderID: p.OrderID, Provider: provider, TransactionID: p.TransactionID, AmountCents: p.AmountCents, PaidAt: p.PaidAt}
+}

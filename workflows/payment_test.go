@@ -1,0 +1,127 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/payments"
+)
+
+const paymentWindow = 15 * time.Minute
+
+// createdEnv: a saga whose order was created with a 15-minute payment window.
+func createdEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, SagaInput, uuid.UUID) {
+	env := newEnv(t)
+	m := testMessage()
+	oid := activities.OrderID(m.ReservationID)
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated,
+		OrderID: oid, ExpiresAt: env.Now().Add(paymentWindow)}, nil).Once()
+	env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(activities.ProjectionResult{Code: 1}, nil).Once()
+	return env, SagaInput{Message: m}, oid
+}
+
+func releaseInput(in SagaInput, oid uuid.UUID) activities.ReleaseInput {
+	return activities.ReleaseInput{ReservationID: in.Message.ReservationID, OrderID: oid, ActivityID: in.Message.ActivityID, SKUID: in.Message.SKUID}
+}
+
+func TestSagaExpiryCancelsAndReleases(t *testing.T) {
+	env, in, oid := createdEnv(t)
+	var cancelAt time.Time
+	env.OnActivity(act.BeginCancel, mock.Anything, activities.CancelInput{OrderID: oid, RequireExpired: true}).
+		Run(func(mock.Arguments) { cancelAt = env.Now() }).Return("CANCEL_PENDING", nil).Once()
+	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.CloseClosed}, nil).Once()
+	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return("CANCELLED", nil).Once()
+	env.OnActivity(act.ReleaseRedis, mock.Anything, releaseInput(in, oid)).Return(activities.ProjectionResult{Code: 1, Text: "RELEASED"}, nil).Once()
+	start := env.Now()
+	env.ExecuteWorkflow(ReservationSaga, in)
+	if st := result(t, env); st.Status != StatusCancelled {
+		t.Fatalf("state = %+v", st)
+	}
+	if cancelAt.Sub(start) < paymentWindow {
+		t.Fatalf("cancel began %v after creation, before the payment window ended", cancelAt.Sub(start))
+	}
+	env.AssertExpectations(t)
+}
+
+func TestSagaPaymentDuringCancelPendingWins(t *testing.T) {
+	env, in, oid := createdEnv(t)
+	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return("CANCEL_PENDING", nil).Once()
+	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.CloseNoPayment}, nil).Once()
+	// The callback recorded the payment between close and the final CAS.
+	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return("PAID", nil).Once()
+	env.ExecuteWorkflow(ReservationSaga, in)
+	if st := result(t, env); st.Status != StatusPaid {
+		t.Fatalf("state = %+v", st)
+	}
+	env.AssertNotCalled(t, "ReleaseRedis", mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
+}
+
+func TestSagaProviderSaysPaidDuringClose(t *testing.T) {
+	env, in, oid := createdEnv(t)
+	ev := payments.Evidence{OrderID: oid, Provider: "paysim", TransactionID: "txn_9", AmountCents: 4999}
+	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return("CANCEL_PENDING", nil).Once()
+	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.ClosePaid, Evidence: ev}, nil).Once()
+	env.OnActivity(act.RecordPayment, mock.Anything, ev).Return(payments.RecordResult{Outcome: payments.Paid, OrderStatus: "PAID"}, nil).Once()
+	env.ExecuteWorkflow(ReservationSaga, in)
+	if st := result(t, env); st.Status != StatusPaid {
+		t.Fatalf("state = %+v", st)
+	}
+	env.AssertNotCalled(t, "FinalCancel", mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
+}
+
+func TestSagaUserCancelAndDuplicateSignals(t *testing.T) {
+	env, in, oid := createdEnv(t)
+	env.OnActivity(act.BeginCancel, mock.Anything, activities.CancelInput{OrderID: oid, RequireExpired: false}).Return("CANCEL_PENDING", nil).Once()
+	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.CloseClosed}, nil).Once()
+	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return("CANCELLED", nil).Once()
+	env.OnActivity(act.ReleaseRedis, mock.Anything, releaseInput(in, oid)).Return(activities.ProjectionResult{Code: 1}, nil).Once()
+	// A payment hint that PostgreSQL does not confirm is ignored, twice.
+	env.OnActivity(act.OrderStatus, mock.Anything, oid).Return("PAYING", nil).Twice()
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalPayment, PaymentSignal{TransactionID: "txn_1"})
+		env.SignalWorkflow(SignalPayment, PaymentSignal{TransactionID: "txn_1"})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalCancel, CancelSignal{Reason: "changed my mind"})
+		env.SignalWorkflow(SignalCancel, CancelSignal{Reason: "changed my mind"})
+	}, 2*time.Minute)
+	env.ExecuteWorkflow(ReservationSaga, in)
+	if st := result(t, env); st.Status != StatusCancelled {
+		t.Fatalf("state = %+v", st)
+	}
+	env.AssertExpectations(t)
+}
+
+func TestSagaEarlyTimerWaitsAgain(t *testing.T) {
+	env, in, _ := createdEnv(t)
+	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return("CREATED", nil).Once()
+	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return("PAID", nil).Once()
+	env.ExecuteWorkflow(ReservationSaga, in)
+	if st := result(t, env); st.Status != StatusPaid {
+		t.Fatalf("state = %+v", st)
+	}
+	env.AssertExpectations(t)
+}
+
+func TestRefundWorkflow(t *testing.T) {
+	env := newEnv(t)
+	env.RegisterWorkflow(RefundWorkflow)
+	pid := uuid.New()
+	r := payments.Refund{PaymentID: pid, OrderID: uuid.New(), Provider: "paysim", TransactionID: "txn_2", AmountCents: 4999}
+	env.OnActivity(act.BeginRefund, mock.Anything, pid).Return(r, nil).Once()
+	env.OnActivity(act.RefundAtProvider, mock.Anything, r).Return(nil).Once()
+	env.OnActivity(act.FinishRefund, mock.Anything, r).Return(nil).Once()
+	env.ExecuteWorkflow(RefundWorkflow, RefundInput{PaymentID: pid, ActivityID: 1, SKUID: 2})
+	var out string
+	if err := env.GetWorkflowResult(&out); err != nil || out != StatusRefunded {
+		t.Fatalf("refund = %q, %v", out, err)
+	}
+	env.AssertExpectations(t)
+}
