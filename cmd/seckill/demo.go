@@ -17,7 +17,10 @@ func newDemoCmd() *cobra.Command {
 		Long: `Starts the gateway and every worker in this process, sets up a sale, lets --buyers
 concurrent buyers race for --stock units over HTTP, waits until every saga is final, then
 prints orders, compensations and the stock of both stores, and checks the invariants.
---pg-shortfall lowers PostgreSQL's stock below Redis's to show compensation at work.`,
+--pg-shortfall lowers PostgreSQL's stock below Redis's to show compensation at work.
+With a payment window (--payment-timeout), buyers then pay early, pay right at the
+deadline (racing the cancel), pay after their order was cancelled (refunded), or never.
+The payment provider is the stack's simulator (SECKILL_PAYSIM_URL).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := loadBase()
 			if err != nil {
@@ -40,6 +43,8 @@ prints orders, compensations and the stock of both stores, and checks the invari
 	cmd.Flags().IntVar(&o.Buyers, "buyers", 2000, "distinct buyers racing for them")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 64, "buyers in flight at once")
 	cmd.Flags().Int64Var(&o.PGShortfall, "pg-shortfall", 10, "units PostgreSQL holds fewer than Redis admits (shows compensation)")
+	cmd.Flags().DurationVar(&o.PaymentTimeout, "payment-timeout", 8*time.Second,
+		"payment window of the sale; buyers then pay early, race the deadline, pay after the cancel, or never (0: no payment phase)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for every saga to finish")
 	return cmd
 }
