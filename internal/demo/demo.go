@@ -291,7 +291,7 @@ func (r Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "PostgreSQL stock:   initial %d = available %d + occupied %d + sold %d\n", s.PGInitial, s.PGAvailable, s.PGOccupied, s.PGSold)
 	fmt.Fprintf(w, "Redis stock:        initial %d = available %d + open_reserved %d + committed %d\n", s.RedisInitial, s.RedisAvailable, s.RedisOpen, s.RedisCommitted)
 	if len(r.Violations) == 0 {
-		fmt.Fprintln(w, "invariants:         I1-I4, I7 hold (no oversell, one order per user, no double apply, compensation at most once, stock conserved)")
+		fmt.Fprintln(w, "invariants:         I1-I7 hold (no oversell, one order per user, no double apply, compensation at most once, paid never cancelled and late payments refunded, nothing stuck, stock conserved)")
 		return
 	}
 	for _, v := range r.Violations {
