@@ -8,7 +8,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
 )
 
@@ -35,6 +38,7 @@ type Activities struct {
 
 	pay      *payments.Store
 	provider payments.Provider
+	m        *metrics.Saga
 }
 
 // Deps are the dependencies of Activities. Provider may be nil when only
@@ -49,6 +53,8 @@ type Deps struct {
 	Topic       string
 	TerminalTTL time.Duration
 	Provider    payments.Provider
+	// Metrics may be nil (a private registry is used).
+	Metrics *metrics.Saga
 }
 
 // New returns Activities; every dependency but Failpoints and Provider is required.
@@ -62,5 +68,9 @@ func New(d Deps) (*Activities, error) {
 	a := &Activities{pool: d.Pool, verify: d.Verify, rdb: d.Redis, fp: d.Failpoints, log: d.Log, Topic: d.Topic,
 		TerminalTTL: d.TerminalTTL, provider: d.Provider}
 	a.pay = payments.NewStore(d.Pool, d.Failpoints)
+	a.m = d.Metrics
+	if a.m == nil {
+		a.m = metrics.NewSaga(prometheus.NewRegistry())
+	}
 	return a, nil
 }

@@ -56,6 +56,9 @@ func (a *Activities) Compensate(ctx context.Context, in CompensateInput) (Compen
 		return CompensateResult{}, fmt.Errorf("reservation %s is %s: compensation not allowed", in.ReservationID, status)
 	}
 	taskStatus, err := a.claimTask(ctx, in.ReservationID, owner)
+	if errors.Is(err, ErrLeaseHeld) {
+		a.m.Compensation.WithLabelValues("lease_held").Inc()
+	}
 	if err != nil {
 		return CompensateResult{}, err
 	}
@@ -80,12 +83,14 @@ func (a *Activities) Compensate(ctx context.Context, in CompensateInput) (Compen
 		if err := a.finishCompensation(ctx, in.ReservationID, owner, text); err != nil {
 			return CompensateResult{}, err
 		}
+		a.m.Compensation.WithLabelValues(map[int64]string{1: "applied", 2: "already_applied"}[code]).Inc()
 		a.log.Info("compensation.redis_applied", "reservation_id", in.ReservationID, "compensation_id", CompensationKey(in.ReservationID), "result", text)
 		return CompensateResult{Status: "COMPENSATED", LuaCode: code, Reason: text}, nil
 	}
 	if err := a.toManual(ctx, in.ReservationID, owner, text); err != nil {
 		return CompensateResult{}, err
 	}
+	a.m.Compensation.WithLabelValues(map[bool]string{true: "redis_missing", false: "state_conflict"}[code == -1]).Inc()
 	a.log.Error("compensation.redis_missing", "reservation_id", in.ReservationID, "lua_code", code, "result", text)
 	return CompensateResult{Status: "MANUAL_REVIEW", LuaCode: code, Reason: text}, nil
 }

@@ -89,6 +89,7 @@ func (a *Activities) CreateOrder(ctx context.Context, m events.OrderCreateReques
 		return CreateOrderResult{}, err
 	}
 	if done { // duplicate: nothing to commit
+		a.count(res)
 		return res, nil
 	}
 	err = tx.Commit(ctx)
@@ -98,8 +99,14 @@ func (a *Activities) CreateOrder(ctx context.Context, m events.OrderCreateReques
 		}
 	}
 	if err != nil {
-		return a.resolveCommitOutcome(ctx, m, hash, err)
+		a.m.CommitUnknown.Inc()
+		res, err := a.resolveCommitOutcome(ctx, m, hash, err)
+		if err == nil {
+			a.count(res)
+		}
+		return res, err
 	}
+	a.count(res)
 	a.log.Info("order.transaction_committed", "reservation_id", m.ReservationID, "message_id", m.MessageID,
 		"order_id", res.OrderID, "result", res.Outcome, "reason", res.Reason)
 	return res, nil
@@ -274,6 +281,21 @@ func CompensationKey(rid uuid.UUID) string { return "RELEASE_REDIS_RESERVATION:"
 // CompensationTaskID is the fixed compensation_task id of a reservation.
 func CompensationTaskID(rid uuid.UUID) uuid.UUID { return ids.Named("COMPENSATION_TASK", rid) }
 
+// count records a CreateOrder outcome in seckill_order_create_total.
+func (a *Activities) count(r CreateOrderResult) {
+	label := map[Outcome]string{OutcomeCreated: "created", OutcomeLate: "late", OutcomeManual: "manual"}[r.Outcome]
+	switch {
+	case r.Duplicate:
+		label = "duplicate"
+	case r.Outcome == OutcomeRejected:
+		label = map[string]string{ReasonStockExhausted: "rejected_stock", ReasonDeadline: "rejected_deadline",
+			ReasonDuplicateOrder: "rejected_duplicate_order", ReasonUnknownSKU: "rejected_unknown_sku"}[r.Reason]
+	}
+	if label != "" {
+		a.m.OrderCreate.WithLabelValues(label).Inc()
+	}
+}
+
 // querier is what both a transaction and a pool offer for reads.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
@@ -294,6 +316,7 @@ func (a *Activities) recorded(ctx context.Context, q querier, messageID uuid.UUI
 		return CreateOrderResult{}, fmt.Errorf("read inbox of %s: %w", messageID, err)
 	}
 	if !bytes.Equal(prior, hash) {
+		a.m.InboxPayloadConflict.Inc()
 		a.log.Error("order.inbox_payload_conflict", "message_id", messageID, "error_class", "payload_conflict")
 		return CreateOrderResult{Outcome: OutcomeManual, Reason: ReasonPayloadConflict, Duplicate: true}, nil
 	}
@@ -348,4 +371,41 @@ func nullUUID(u uuid.UUID) *uuid.UUID {
 		return nil
 	}
 	return &u
+}
+
+// RejectInput names a reservation reconciliation found past its deadline.
+type RejectInput struct {
+	ReservationID uuid.UUID
+	// Grace is how long past business_deadline the reservation must be.
+	Grace time.Duration
+}
+
+// RejectOverdue durably rejects a reservation that is still RESERVED in
+// PostgreSQL past its business deadline (seed §11.2): ORDER_REJECTED with
+// BUSINESS_DEADLINE_EXCEEDED, its compensation task and outbox event, in one
+// transaction, by CAS. A message arriving later finds the rejection and
+// creates no order. It returns the reservation's status afterwards.
+func (a *Activities) RejectOverdue(ctx context.Context, in RejectInput) (string, error) {
+	var status string
+	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		var m events.OrderCreateRequested
+		var overdue bool
+		err := tx.QueryRow(ctx, `
+			SELECT status, activity_id, sku_id, message_id, business_deadline < clock_timestamp() - $2::interval
+			FROM inventory_reservation WHERE reservation_id = $1 FOR UPDATE`, in.ReservationID, in.Grace.String()).
+			Scan(&status, &m.ActivityID, &m.SKUID, &m.MessageID, &overdue)
+		if err != nil {
+			return fmt.Errorf("lock reservation %s: %w", in.ReservationID, err)
+		}
+		if status != "RESERVED" || !overdue {
+			return nil
+		}
+		m.ReservationID = in.ReservationID
+		if _, err := a.reject(ctx, tx, m, ReasonDeadline); err != nil {
+			return err
+		}
+		status = "ORDER_REJECTED"
+		return nil
+	})
+	return status, err
 }

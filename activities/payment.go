@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -94,7 +95,11 @@ func (a *Activities) RecordPayment(ctx context.Context, ev payments.Evidence) (p
 	if err != nil {
 		return payments.RecordResult{}, err
 	}
-	return st.Record(ctx, ev)
+	res, err := st.Record(ctx, ev)
+	if err == nil {
+		a.m.Payment.WithLabelValues(strings.ToLower(string(res.Outcome))).Inc()
+	}
+	return res, err
 }
 
 // FinalCancel cancels a CANCEL_PENDING order with no successful payment.
@@ -103,7 +108,11 @@ func (a *Activities) FinalCancel(ctx context.Context, orderID uuid.UUID) (string
 	if err != nil {
 		return "", err
 	}
-	return st.FinalCancel(ctx, orderID)
+	status, err := st.FinalCancel(ctx, orderID)
+	if err == nil {
+		a.m.Cancel.WithLabelValues(map[bool]string{true: "cancelled", false: "paid_won"}[status == payments.StatusCancelled]).Inc()
+	}
+	return status, err
 }
 
 // ReleaseInput names a cancelled order whose Redis unit is given back.
@@ -158,5 +167,9 @@ func (a *Activities) FinishRefund(ctx context.Context, r payments.Refund) error 
 	if err != nil {
 		return err
 	}
-	return st.FinishRefund(ctx, r)
+	if err := st.FinishRefund(ctx, r); err != nil {
+		return err
+	}
+	a.m.Refund.Inc()
+	return nil
 }

@@ -15,6 +15,7 @@ export ROOT
 source "$ROOT/scripts/stack/lib.sh"
 # shellcheck source=scripts/stack/rocketmq.sh
 source "$ROOT/scripts/stack/rocketmq.sh"
+source "$ROOT/scripts/stack/chromium.sh"
 
 PG_BIN=/usr/lib/postgresql/15/bin
 PG_PORT=${SECKILL_PG_PORT:-55432}
@@ -50,6 +51,7 @@ ensure_packages() {
   command -v mvn >/dev/null || want+=(maven)
   command -v curl >/dev/null || want+=(curl)
   if [ ${#want[@]} -gt 0 ]; then apt_install "${want[@]}"; fi
+  chromium_install
   # apt may have started distribution services on the default ports; ours use
   # their own ports and data, so they do not conflict.
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/workers/reconciler"
 )
 
 func newWorkerCmd() *cobra.Command {
@@ -24,6 +25,7 @@ func newWorkerCmd() *cobra.Command {
   starter  RocketMQ consumer that starts one ReservationSaga per reservation
   saga     Temporal worker executing ReservationSaga and its activities
   outbox   relays event_outbox rows to RocketMQ
+With the saga part it also makes sure the reconciliation Schedule exists.
 Metrics are served on SECKILL_METRICS_ADDR/metrics.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			parts := app.AllParts
@@ -48,6 +50,11 @@ Metrics are served on SECKILL_METRICS_ADDR/metrics.`,
 			fp, err := failpoint.FromEnv()
 			if err != nil {
 				return err
+			}
+			if slices.Contains(parts, app.PartSaga) {
+				if err := reconciler.EnsureSchedule(cmd.Context(), conns.Temporal, b.cfg.TemporalTaskQueue, b.cfg.ReconcileEvery); err != nil {
+					return err
+				}
 			}
 			g, gctx := errgroup.WithContext(cmd.Context())
 			g.Go(func() error { return app.RunWorkers(gctx, b.cfg, conns, parts, b.tel, fp, b.log) })

@@ -30,6 +30,7 @@ import (
 	"github.com/seckill/seckill/internal/mq"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/redisx"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/temporalx"
@@ -73,7 +74,7 @@ func Open(ctx context.Context, cfg config.Config, producerGroup string, withTemp
 		c.Close()
 		return nil, err
 	}
-	if c.Redis, err = redisx.Open(ctx, cfg.RedisAddr, cfg.RedisPoolSize); err != nil {
+	if c.Redis, err = redisx.OpenDB(ctx, cfg.RedisAddr, cfg.RedisDB, cfg.RedisPoolSize); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -115,12 +116,14 @@ func (c *Conns) Close() {
 type Telemetry struct {
 	Registry    *prometheus.Registry
 	Reservation *metrics.Reservation
+	Saga        *metrics.Saga
+	Reconcile   *metrics.Reconcile
 }
 
 // NewTelemetry returns a fresh registry with every shared metric set registered.
 func NewTelemetry() *Telemetry {
 	reg := metrics.NewRegistry()
-	return &Telemetry{Registry: reg, Reservation: metrics.NewReservation(reg)}
+	return &Telemetry{Registry: reg, Reservation: metrics.NewReservation(reg), Saga: metrics.NewSaga(reg), Reconcile: metrics.NewReconcile(reg)}
 }
 
 // Authenticator builds the token verifier from the config.
@@ -162,7 +165,7 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 		Pool: conns.Pool, Redis: conns.Redis, Metrics: metrics.Handler(tel.Registry), Log: log}
 	if conns.Temporal != nil {
 		co, err := checkout.NewService(conns.Pool, conns.Provider, conns.Temporal, cfg.TemporalTaskQueue,
-			payments.PaysimVerifier(cfg.PaysimSecretBytes(), cfg.CallbackTolerance), cfg.CallbackURL, log)
+			payments.PaysimVerifier(cfg.PaysimSecretBytes(), cfg.CallbackTolerance), cfg.CallbackURL, log, tel.Saga)
 		if err != nil {
 			return nil, err
 		}
@@ -199,11 +202,15 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, parts []st
 	}
 	if run(PartSaga) {
 		acts, err := activities.New(activities.Deps{Pool: conns.Pool, Verify: conns.Verify, Redis: conns.Redis, Failpoints: fp,
-			Log: log, Topic: cfg.TopicOrderCreate, TerminalTTL: cfg.ReservationTTL, Provider: conns.Provider})
+			Log: log, Topic: cfg.TopicOrderCreate, TerminalTTL: cfg.ReservationTTL, Provider: conns.Provider, Metrics: tel.Saga})
 		if err != nil {
 			return err
 		}
-		w := sagaworker.New(conns.Temporal, cfg.TemporalTaskQueue, acts, int(cfg.PGMaxConns))
+		rec, err := reconcile.New(conns.Pool, conns.Redis, acts, tel.Reconcile, log, cfg.ReconcileWatermark)
+		if err != nil {
+			return err
+		}
+		w := sagaworker.New(conns.Temporal, cfg.TemporalTaskQueue, acts, &reconcile.Activities{R: rec}, int(cfg.PGMaxConns))
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("start temporal worker: %w", err)
 		}

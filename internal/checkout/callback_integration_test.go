@@ -70,7 +70,7 @@ func newRig(t *testing.T) *rig {
 		VALUES ($1, 1, 1, 42, $2, $3, 4999, 'PAYING', now() + interval '15 minutes')`, orderID, uuid.New(), uuid.New())
 	tc := &signals{}
 	svc, err := checkout.NewService(pool, noProvider{}, tc, "q", payments.PaysimVerifier(secret, 5*time.Minute),
-		"http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)))
+		"http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

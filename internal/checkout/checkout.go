@@ -12,16 +12,19 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/workflows"
 )
@@ -47,16 +50,20 @@ type Service struct {
 	callbackURL string
 	log         *slog.Logger
 	now         func() time.Time
+	m           *metrics.Saga
 }
 
 // NewService builds the Service; every dependency is required.
 func NewService(pool *pgxpool.Pool, provider payments.Provider, tc Signaller, taskQueue string, verify Verifier,
-	callbackURL string, log *slog.Logger) (*Service, error) {
+	callbackURL string, log *slog.Logger, m *metrics.Saga) (*Service, error) {
 	if pool == nil || provider == nil || tc == nil || taskQueue == "" || verify == nil || callbackURL == "" || log == nil {
 		return nil, errors.New("checkout: nil dependency")
 	}
+	if m == nil {
+		m = metrics.NewSaga(prometheus.NewRegistry())
+	}
 	return &Service{store: payments.NewStore(pool, nil), pool: pool, provider: provider, temporal: tc, taskQueue: taskQueue,
-		verify: verify, callbackURL: callbackURL, log: log, now: time.Now}, nil
+		verify: verify, callbackURL: callbackURL, log: log, now: time.Now, m: m}, nil
 }
 
 // Errors the API maps to answers.
@@ -224,6 +231,7 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 		return fmt.Errorf("record payment: %w", err)
 	default:
 		result = string(res.Outcome)
+		s.m.Payment.WithLabelValues(strings.ToLower(result)).Inc()
 	}
 	if _, err := s.pool.Exec(ctx, `
 		INSERT INTO payment_callback (webhook_id, provider, provider_transaction_id, body_hash, result)

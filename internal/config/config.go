@@ -23,6 +23,8 @@ type Config struct {
 
 	RedisAddr     string `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:56379"`
 	RedisPoolSize int    `env:"SECKILL_REDIS_POOL_SIZE" envDefault:"64"`
+	// RedisDB selects the logical database (tests isolate with it).
+	RedisDB int `env:"SECKILL_REDIS_DB" envDefault:"0"`
 
 	RocketMQNameServers []string `env:"SECKILL_ROCKETMQ_NAMESRV" envDefault:"127.0.0.1:9876" envSeparator:","`
 	// TopicOrderCreate carries ORDER_CREATE_REQUESTED from the gateway to the saga starter.
@@ -80,6 +82,12 @@ type Config struct {
 	CallbackURL string `env:"SECKILL_CALLBACK_URL" envDefault:"http://127.0.0.1:8080/v1/payments/callback"`
 	// CallbackTolerance is how far a callback's signed timestamp may be from our clock.
 	CallbackTolerance time.Duration `env:"SECKILL_CALLBACK_TOLERANCE" envDefault:"5m"`
+
+	// ReconcileWatermark: reconciliation judges only what changed longer ago
+	// than this (max transaction + outbox lag + projection lag + margin, seed §10.6).
+	ReconcileWatermark time.Duration `env:"SECKILL_RECONCILE_WATERMARK" envDefault:"2m"`
+	// ReconcileEvery is the period of the Temporal Schedule that runs it.
+	ReconcileEvery time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"5m"`
 
 	LogLevel string `env:"SECKILL_LOG_LEVEL" envDefault:"info"`
 }
@@ -149,6 +157,8 @@ func (c Config) Validate() error {
 		{"SECKILL_SEND_DUE_DELAY", int64(c.SendDueDelay)},
 		{"SECKILL_SEND_LEASE", int64(c.SendLease)},
 		{"SECKILL_RESERVATION_TTL", int64(c.ReservationTTL)},
+		{"SECKILL_RECONCILE_WATERMARK", int64(c.ReconcileWatermark)},
+		{"SECKILL_RECONCILE_EVERY", int64(c.ReconcileEvery)},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {

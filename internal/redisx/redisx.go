@@ -14,8 +14,14 @@ import (
 // Open connects to the Redis at addr, checks it answers and loads every
 // script of package lua into its script cache so EVALSHA hits from the start.
 func Open(ctx context.Context, addr string, poolSize int) (*redis.Client, error) {
+	return OpenDB(ctx, addr, 0, poolSize)
+}
+
+// OpenDB is Open on logical database db.
+func OpenDB(ctx context.Context, addr string, db, poolSize int) (*redis.Client, error) {
 	c := redis.NewClient(&redis.Options{
 		Addr:         addr,
+		DB:           db,
 		PoolSize:     poolSize,
 		DialTimeout:  2 * time.Second,
 		ReadTimeout:  time.Second,

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +46,8 @@ type Starter struct {
 	taskQueue string
 	log       *slog.Logger
 	consumed  *prometheus.CounterVec
+	quarant   prometheus.Counter
+	lag       prometheus.Gauge
 }
 
 // New returns a Starter; every dependency is required.
@@ -52,9 +55,14 @@ func New(pool *pgxpool.Pool, tc client.Client, taskQueue string, reg prometheus.
 	if pool == nil || tc == nil || taskQueue == "" || reg == nil || log == nil {
 		return nil, errors.New("sagastarter: nil dependency")
 	}
+	f := promauto.With(reg)
 	return &Starter{pool: pool, temporal: tc, taskQueue: taskQueue, log: log,
-		consumed: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_consume_total",
+		consumed: f.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_consume_total",
 			Help: "ORDER_CREATE_REQUESTED deliveries handled by the saga starter, by result."}, []string{"result"}),
+		quarant: f.NewCounter(prometheus.CounterOpts{Name: "seckill_message_quarantined_total",
+			Help: "Messages quarantined (malformed or same id with another payload): the dead-letter of this system."}),
+		lag: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_order_consume_oldest_age_seconds",
+			Help: "Age (since reservation) of the ORDER_CREATE_REQUESTED consumed last: the MQ lag."}),
 	}, nil
 }
 
@@ -77,6 +85,7 @@ func (s *Starter) handle(ctx context.Context, d mq.Delivered) (string, error) {
 	if d.ID != m.MessageID.String() {
 		return ResultQuarantined, s.quarantine(ctx, d, nil, fmt.Sprintf("INVALID_MESSAGE: message_id property %q differs from body %s", d.ID, m.MessageID))
 	}
+	s.lag.Set(time.Since(m.ReservedAt).Seconds())
 	hash := activities.PayloadHash(m)
 	dup, err := s.recordInbox(ctx, d, m, hash)
 	if err != nil {
@@ -154,6 +163,7 @@ func (s *Starter) quarantine(ctx context.Context, d mq.Delivered, hash []byte, r
 		ConsumerGroup, d.Topic, d.ID, d.BrokerMsgID, reason, hash, d.Body); err != nil {
 		return fmt.Errorf("quarantine message %s: %w", d.ID, err)
 	}
+	s.quarant.Inc()
 	s.log.Error("order.message_quarantined", "message_id", d.ID, "broker_msg_id", d.BrokerMsgID, "consumer_group", ConsumerGroup,
 		"reason", reason, "error_class", "quarantined")
 	return nil

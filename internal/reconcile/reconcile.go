@@ -1,0 +1,478 @@
+// Package reconcile is the last safety net (seed §10.6, §11.5, §13.4, §13.5):
+// per (activity, sku) it checks stock conservation in PostgreSQL and Redis
+// and their cross-system relation, walks reservations older than a
+// watermark, classifies every anomaly, and repairs only on clear evidence,
+// through the standard state machine (the same activities the saga runs).
+// Each repair is a repair_task row with a fixed repair_id, so a rerun, or two
+// runs at once, repair nothing twice. Everything else is left MANUAL with its
+// evidence. A run's report is stored in reconcile_report.
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/invariants"
+	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/lua"
+)
+
+// Anomaly types (seed §13.4) and what reconciliation does about them.
+const (
+	PGInvariant        = "PG_INVARIANT_BROKEN"           // MANUAL
+	RedisInvariant     = "REDIS_INVARIANT_BROKEN"        // MANUAL (rebuild Redis from PostgreSQL)
+	CrossSystemDelta   = "CROSS_SYSTEM_DELTA"            // MANUAL
+	ProjectionBehind   = "ORDER_PROJECTION_BEHIND"       // AUTO: rebuild the Redis projection, no stock change
+	CompensationStall  = "COMPENSATION_STALLED"          // AUTO: the standard compensation
+	DeadlinePassed     = "RESERVED_PAST_DEADLINE"        // AUTO: durable rejection, then compensation
+	PaidButCompensated = "PAID_BUT_REDIS_COMPENSATED"    // MANUAL, critical
+	CompensatedDiffers = "COMPENSATED_BUT_REDIS_DIFFERS" // MANUAL
+	OutboxLeaseExpired = "OUTBOX_LEASE_EXPIRED"          // AUTO: back to RETRY for the relay
+)
+
+// Actions taken on an anomaly.
+const (
+	ActionRepaired = "AUTO_REPAIRED"
+	ActionManual   = "MANUAL"
+	// ActionAlreadyRecorded: the same repair_id exists (an earlier or
+	// concurrent run): nothing done now.
+	ActionAlreadyRecorded = "ALREADY_RECORDED"
+	ActionRepairFailed    = "REPAIR_FAILED"
+)
+
+// Anomaly is one finding.
+type Anomaly struct {
+	Type     string         `json:"type"`
+	Object   string         `json:"object"`
+	Action   string         `json:"action"`
+	RepairID string         `json:"repair_id"`
+	Detail   string         `json:"detail,omitempty"`
+	Evidence map[string]any `json:"evidence,omitempty"`
+}
+
+// Report is one run.
+type Report struct {
+	ReportID   uuid.UUID      `json:"report_id"`
+	ActivityID int64          `json:"activity_id,omitempty"`
+	Watermark  time.Time      `json:"watermark"`
+	StartedAt  time.Time      `json:"started_at"`
+	FinishedAt time.Time      `json:"finished_at"`
+	SKUs       int            `json:"skus"`
+	Checked    int            `json:"reservations_checked"`
+	Summary    map[string]int `json:"summary"`
+	Anomalies  []Anomaly      `json:"anomalies"`
+}
+
+// Reconciler runs reconciliation.
+type Reconciler struct {
+	pool      *pgxpool.Pool
+	rdb       redis.Cmdable
+	acts      *activities.Activities
+	m         *metrics.Reconcile
+	log       *slog.Logger
+	watermark time.Duration
+	now       func() time.Time
+}
+
+// New returns a Reconciler; every dependency is required.
+func New(pool *pgxpool.Pool, rdb redis.Cmdable, acts *activities.Activities, m *metrics.Reconcile, log *slog.Logger, watermark time.Duration) (*Reconciler, error) {
+	if pool == nil || rdb == nil || acts == nil || m == nil || log == nil || watermark <= 0 {
+		return nil, errors.New("reconcile: nil dependency")
+	}
+	return &Reconciler{pool: pool, rdb: rdb, acts: acts, m: m, log: log, watermark: watermark, now: time.Now}, nil
+}
+
+// RepairID is the fixed id of a repair (seed §11.6 step 4).
+func RepairID(rule, object string, version int64, target string) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%s", rule, object, version, target)))
+	return hex.EncodeToString(h[:])
+}
+
+// Run reconciles activityID (0: every activity whose sale ended less than a
+// week ago or is running) and stores the report.
+func (r *Reconciler) Run(ctx context.Context, activityID int64) (Report, error) {
+	start := r.now()
+	rep := Report{ReportID: uuid.New(), ActivityID: activityID, StartedAt: start, Watermark: start.Add(-r.watermark),
+		Summary: map[string]int{}, Anomalies: []Anomaly{}}
+	r.m.WatermarkLag.Set(r.watermark.Seconds())
+	rows, err := r.pool.Query(ctx, `
+		SELECT i.activity_id, i.sku_id FROM sku_inventory i JOIN sale_activity a ON a.activity_id = i.activity_id
+		WHERE ($1::bigint = 0 OR i.activity_id = $1) AND a.ends_at > clock_timestamp() - interval '7 days'
+		ORDER BY 1, 2`, activityID)
+	if err != nil {
+		return rep, fmt.Errorf("list skus: %w", err)
+	}
+	var skus []lua.Keys
+	for rows.Next() {
+		var k lua.Keys
+		if err := rows.Scan(&k.ActivityID, &k.SKUID); err != nil {
+			rows.Close()
+			return rep, err
+		}
+		skus = append(skus, k)
+	}
+	rows.Close()
+	var pgDelta, redisDelta, crossDelta int64
+	for _, k := range skus {
+		d1, d2, d3, err := r.sku(ctx, k, &rep)
+		if err != nil {
+			return rep, fmt.Errorf("reconcile %d/%d: %w", k.ActivityID, k.SKUID, err)
+		}
+		pgDelta, redisDelta, crossDelta = pgDelta+abs(d1), redisDelta+abs(d2), crossDelta+abs(d3)
+	}
+	rep.SKUs = len(skus)
+	if err := r.outbox(ctx, &rep); err != nil {
+		return rep, err
+	}
+	r.m.PGDelta.Set(float64(pgDelta))
+	r.m.RedisDelta.Set(float64(redisDelta))
+	r.m.CrossDelta.Set(float64(crossDelta))
+	r.compensationGauges(ctx)
+	rep.FinishedAt = r.now()
+	r.m.RunDuration.Observe(rep.FinishedAt.Sub(start).Seconds())
+	for _, a := range rep.Anomalies {
+		rep.Summary[a.Action]++
+	}
+	rep.Summary["anomalies"] = len(rep.Anomalies)
+	return rep, r.store(ctx, rep)
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func (r *Reconciler) sku(ctx context.Context, k lua.Keys, rep *Report) (pgD, redisD, crossD int64, err error) {
+	snap, err := invariants.Take(ctx, r.pool, r.rdb, k.ActivityID, k.SKUID)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	skuObj := fmt.Sprintf("sku:%d:%d", k.ActivityID, k.SKUID)
+	evidence := map[string]any{"snapshot": snap}
+	if pgD = snap.PGInitial - snap.PGAvailable - snap.PGOccupied - snap.PGSold; pgD != 0 {
+		r.manual(ctx, rep, PGInvariant, skuObj, pgD, fmt.Sprintf("PostgreSQL initial - available - occupied - sold = %d", pgD), evidence)
+	}
+	if snap.RedisPresent {
+		if redisD = snap.RedisInitial - snap.RedisAvailable - snap.RedisOpen - snap.RedisCommitted; redisD != 0 {
+			r.manual(ctx, rep, RedisInvariant, skuObj, redisD, fmt.Sprintf("Redis initial - available - open_reserved - committed = %d: rebuild Redis from PostgreSQL (seckill redis rebuild)", redisD), evidence)
+		}
+	}
+	n, err := r.reservations(ctx, k, rep)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	rep.Checked += n
+	// The cross-system relation holds exactly only when nothing is in flight.
+	if snap.RedisPresent && snap.RedisOpen == 0 {
+		var inFlight int
+		if err := r.pool.QueryRow(ctx, `SELECT count(*) FROM inventory_reservation WHERE activity_id = $1 AND sku_id = $2
+			AND status IN ('RESERVED', 'ORDER_REJECTED', 'COMPENSATING')`, k.ActivityID, k.SKUID).Scan(&inFlight); err != nil {
+			return 0, 0, 0, err
+		}
+		snap, err = invariants.Take(ctx, r.pool, r.rdb, k.ActivityID, k.SKUID)
+		if err == nil && inFlight == 0 && snap.RedisOpen == 0 {
+			if crossD = snap.RedisCommitted - snap.PGOccupied - snap.PGSold; crossD != 0 {
+				r.manual(ctx, rep, CrossSystemDelta, skuObj, crossD, fmt.Sprintf("Redis committed - (PostgreSQL occupied + sold) = %d", crossD), map[string]any{"snapshot": snap})
+			}
+		}
+	}
+	return pgD, redisD, crossD, nil
+}
+
+type resRow struct {
+	id       uuid.UUID
+	status   string
+	version  int64
+	orderID  *uuid.UUID
+	order    *string
+	deadline time.Time
+}
+
+// reservations walks PostgreSQL reservations older than the watermark.
+func (r *Reconciler) reservations(ctx context.Context, k lua.Keys, rep *Report) (int, error) {
+	rows, err := r.pool.Query(ctx, `
+		SELECT r.reservation_id, r.status, r.version, r.order_id, o.status, r.business_deadline
+		FROM inventory_reservation r LEFT JOIN orders o ON o.order_id = r.order_id
+		WHERE r.activity_id = $1 AND r.sku_id = $2 AND r.updated_at < $3
+		  AND r.status IN ('RESERVED', 'ORDER_CREATED', 'ORDER_REJECTED', 'COMPENSATING', 'COMPENSATED')`,
+		k.ActivityID, k.SKUID, rep.Watermark)
+	if err != nil {
+		return 0, fmt.Errorf("list reservations: %w", err)
+	}
+	var list []resRow
+	for rows.Next() {
+		var x resRow
+		if err := rows.Scan(&x.id, &x.status, &x.version, &x.orderID, &x.order, &x.deadline); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		list = append(list, x)
+	}
+	rows.Close()
+	pipe := r.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(list))
+	for i, x := range list {
+		cmds[i] = pipe.HMGet(ctx, k.Reservation(x.id.String()), "status")
+	}
+	if len(list) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return 0, fmt.Errorf("read redis reservations: %w", err)
+		}
+	}
+	for i, x := range list {
+		redisStatus, _ := cmds[i].Val()[0].(string)
+		obj := "reservation:" + x.id.String()
+		ev := map[string]any{"pg_status": x.status, "redis_status": redisStatus, "version": x.version}
+		switch x.status {
+		case "ORDER_CREATED":
+			if x.order != nil && *x.order == "PAID" && redisStatus == "COMPENSATED" {
+				r.manual(ctx, rep, PaidButCompensated, obj, x.version, "order PAID in PostgreSQL, reservation COMPENSATED in Redis: freeze and decide by hand", ev)
+				continue
+			}
+			if redisStatus == "" || redisStatus == "RESERVED" {
+				r.auto(ctx, rep, ProjectionBehind, obj, x.version, "ORDER_CREATED", ev, func() (string, error) {
+					return r.rebuildProjection(ctx, k, x, redisStatus)
+				})
+			}
+		case "ORDER_REJECTED", "COMPENSATING":
+			r.auto(ctx, rep, CompensationStall, obj, x.version, "COMPENSATED", ev, func() (string, error) {
+				c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID})
+				return c.Status + " " + c.Reason, err
+			})
+		case "COMPENSATED":
+			if redisStatus != "" && redisStatus != "COMPENSATED" {
+				r.manual(ctx, rep, CompensatedDiffers, obj, x.version, "COMPENSATED in PostgreSQL, "+redisStatus+" in Redis", ev)
+			}
+		case "RESERVED":
+			if x.deadline.Before(rep.Watermark) {
+				r.auto(ctx, rep, DeadlinePassed, obj, x.version, "ORDER_REJECTED", ev, func() (string, error) {
+					st, err := r.acts.RejectOverdue(ctx, activities.RejectInput{ReservationID: x.id, Grace: r.watermark})
+					if err != nil || st != "ORDER_REJECTED" {
+						return st, err
+					}
+					c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID})
+					return "ORDER_REJECTED then " + c.Status + " " + c.Reason, err
+				})
+			}
+		}
+	}
+	return len(list), nil
+}
+
+// rebuildProjection: a RESERVED Redis hash takes the standard projection
+// (open_reserved → committed once); a missing hash is recreated without
+// touching counters (stock is never changed by a projection repair).
+func (r *Reconciler) rebuildProjection(ctx context.Context, k lua.Keys, x resRow, redisStatus string) (string, error) {
+	if x.orderID == nil {
+		return "", errors.New("ORDER_CREATED without order_id")
+	}
+	if redisStatus == "RESERVED" {
+		p, err := r.acts.ProjectOrderCreated(ctx, activities.ProjectionInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID})
+		return fmt.Sprintf("order_created.lua %d %s", p.Code, p.Text), err
+	}
+	key := k.Reservation(x.id.String())
+	if err := r.rdb.HSet(ctx, key, "status", "ORDER_CREATED", "reservation_id", x.id.String(), "order_id", x.orderID.String(),
+		"rebuilt_by", "reconcile").Err(); err != nil {
+		return "", err
+	}
+	return "hash recreated (counters untouched)", nil
+}
+
+func (r *Reconciler) outbox(ctx context.Context, rep *Report) error {
+	rows, err := r.pool.Query(ctx, `SELECT event_id, attempt_count, lease_owner FROM event_outbox
+		WHERE status = 'SENDING' AND lease_until < $1`, rep.Watermark)
+	if err != nil {
+		return fmt.Errorf("list outbox: %w", err)
+	}
+	type ob struct {
+		id       uuid.UUID
+		attempts int64
+		owner    *string
+	}
+	var list []ob
+	for rows.Next() {
+		var o ob
+		if err := rows.Scan(&o.id, &o.attempts, &o.owner); err != nil {
+			rows.Close()
+			return err
+		}
+		list = append(list, o)
+	}
+	rows.Close()
+	for _, o := range list {
+		r.auto(ctx, rep, OutboxLeaseExpired, "outbox:"+o.id.String(), o.attempts, "RETRY", map[string]any{"lease_owner": o.owner}, func() (string, error) {
+			tag, err := r.pool.Exec(ctx, `UPDATE event_outbox SET status = 'RETRY', lease_owner = NULL, lease_until = NULL,
+				next_retry_at = clock_timestamp() WHERE event_id = $1 AND status = 'SENDING' AND lease_until < $2`, o.id, rep.Watermark)
+			return fmt.Sprintf("%d rows back to RETRY", tag.RowsAffected()), err
+		})
+	}
+	return nil
+}
+
+// auto records a repair by its fixed id and, if this run recorded it first,
+// executes it.
+func (r *Reconciler) auto(ctx context.Context, rep *Report, typ, object string, version int64, target string, ev map[string]any, do func() (string, error)) {
+	a := Anomaly{Type: typ, Object: object, RepairID: RepairID(typ, object, version, target), Evidence: ev}
+	r.m.Anomaly.WithLabelValues(typ).Inc()
+	first, err := r.record(ctx, a, version, target, "PENDING")
+	switch {
+	case err != nil:
+		a.Action, a.Detail = ActionRepairFailed, err.Error()
+	case !first:
+		a.Action = ActionAlreadyRecorded
+	default:
+		detail, err := do()
+		status := "APPLIED"
+		a.Action, a.Detail = ActionRepaired, detail
+		if err != nil {
+			status, a.Action, a.Detail = "MANUAL", ActionRepairFailed, err.Error()
+		}
+		if _, uerr := r.pool.Exec(ctx, `UPDATE repair_task SET status = $2, result = $3, after_state = $4, updated_at = clock_timestamp()
+			WHERE repair_id = $1`, a.RepairID, status, a.Detail, mustJSON(map[string]string{"result": a.Detail})); uerr != nil {
+			r.log.Error("reconcile.repair_update_failed", "repair_id", a.RepairID, "error", uerr)
+		}
+		if err == nil {
+			r.m.AutoRepair.WithLabelValues(typ).Inc()
+		}
+	}
+	r.log.Warn("reconcile.anomaly_detected", "type", typ, "object", object, "action", a.Action, "repair_id", a.RepairID, "detail", a.Detail)
+	rep.Anomalies = append(rep.Anomalies, a)
+}
+
+// manual records an anomaly people must decide, with its evidence.
+func (r *Reconciler) manual(ctx context.Context, rep *Report, typ, object string, version int64, detail string, ev map[string]any) {
+	a := Anomaly{Type: typ, Object: object, RepairID: RepairID(typ, object, version, "MANUAL"), Detail: detail, Evidence: ev, Action: ActionManual}
+	r.m.Anomaly.WithLabelValues(typ).Inc()
+	r.m.Manual.WithLabelValues(typ).Inc()
+	if first, err := r.record(ctx, a, version, "MANUAL", "MANUAL"); err != nil {
+		a.Detail += " (not recorded: " + err.Error() + ")"
+	} else if !first {
+		a.Action = ActionAlreadyRecorded
+	}
+	r.log.Error("reconcile.anomaly_detected", "type", typ, "object", object, "action", a.Action, "repair_id", a.RepairID, "detail", detail)
+	rep.Anomalies = append(rep.Anomalies, a)
+}
+
+func (r *Reconciler) record(ctx context.Context, a Anomaly, version int64, target, status string) (bool, error) {
+	objType, objID, _ := strings.Cut(a.Object, ":")
+	tag, err := r.pool.Exec(ctx, `
+		INSERT INTO repair_task (repair_id, object_type, object_id, rule_name, expected_version, target_state, status,
+		                         operator, reason, evidence, before_state)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 'reconciler', $8, $9, $9)
+		ON CONFLICT (repair_id) DO NOTHING`,
+		a.RepairID, strings.ToUpper(objType), objID, "RECONCILE:"+a.Type, version, target, status,
+		nonEmpty(a.Detail, a.Type), mustJSON(a.Evidence))
+	if err != nil {
+		return false, fmt.Errorf("record repair: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (r *Reconciler) compensationGauges(ctx context.Context) {
+	var n int64
+	var age float64
+	if err := r.pool.QueryRow(ctx, `SELECT count(*), COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)
+		FROM compensation_task WHERE status IN ('PENDING', 'CLAIMED', 'RETRY')`).Scan(&n, &age); err == nil {
+		r.m.CompPending.Set(float64(n))
+		r.m.CompOldestAge.Set(age)
+	}
+}
+
+func (r *Reconciler) store(ctx context.Context, rep Report) error {
+	var act *int64
+	if rep.ActivityID != 0 {
+		act = &rep.ActivityID
+	}
+	_, err := r.pool.Exec(ctx, `INSERT INTO reconcile_report (report_id, activity_id, watermark, started_at, finished_at, summary, anomalies)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, rep.ReportID, act, rep.Watermark, rep.StartedAt, rep.FinishedAt,
+		mustJSON(rep.Summary), mustJSON(rep.Anomalies))
+	if err != nil {
+		return fmt.Errorf("store report: %w", err)
+	}
+	return nil
+}
+
+// Load reads a stored report (uuid.Nil: the newest).
+func Load(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) (Report, error) {
+	var rep Report
+	var act *int64
+	var summary, anomalies []byte
+	err := pool.QueryRow(ctx, `SELECT report_id, activity_id, watermark, started_at, finished_at, summary, anomalies
+		FROM reconcile_report WHERE ($1 = '00000000-0000-0000-0000-000000000000'::uuid OR report_id = $1)
+		ORDER BY started_at DESC LIMIT 1`, id).Scan(&rep.ReportID, &act, &rep.Watermark, &rep.StartedAt, &rep.FinishedAt, &summary, &anomalies)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return rep, fmt.Errorf("no reconcile report %v", id)
+	}
+	if err != nil {
+		return rep, err
+	}
+	if act != nil {
+		rep.ActivityID = *act
+	}
+	_ = json.Unmarshal(summary, &rep.Summary)
+	_ = json.Unmarshal(anomalies, &rep.Anomalies)
+	return rep, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`{}`)
+	}
+	if string(b) == "null" {
+		return []byte(`{}`)
+	}
+	return b
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Input of the Reconcile activity.
+type Input struct {
+	// ActivityID limits the run to one sale; 0 reconciles every recent sale.
+	ActivityID int64
+}
+
+// Summary is what the Reconcile activity returns to its workflow (the full
+// report is in reconcile_report).
+type Summary struct {
+	ReportID  uuid.UUID
+	SKUs      int
+	Checked   int
+	Anomalies int
+	Counts    map[string]int
+}
+
+// Activities exposes Run as a Temporal activity.
+type Activities struct {
+	R *Reconciler
+}
+
+// Reconcile runs one reconciliation and stores its report.
+func (a *Activities) Reconcile(ctx context.Context, in Input) (Summary, error) {
+	rep, err := a.R.Run(ctx, in.ActivityID)
+	if err != nil {
+		return Summary{}, err
+	}
+	return Summary{ReportID: rep.ReportID, SKUs: rep.SKUs, Checked: rep.Checked, Anomalies: len(rep.Anomalies), Counts: rep.Summary}, nil
+}
