@@ -1,0 +1,165 @@
+// Package rebuild restores a sale's Redis admission state from PostgreSQL
+// after Redis lost data (FLUSHALL, a failover that dropped writes): counters,
+// sale window, reservation hashes, request maps, user guards and the
+// compensation/release markers, so the sale can go on without overselling.
+//
+// Reservations that only ever existed in Redis (admitted, message still in
+// flight) are unknown to PostgreSQL and cannot be rebuilt: their orders are
+// still created (PostgreSQL's conditional stock update is the guard), but
+// Redis will not have counted them. That is why rebuilding while the sale is
+// admitting needs force, and why a second rebuild after the backlog drained
+// (or reconciliation's CROSS_SYSTEM_DELTA) closes the gap.
+package rebuild
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/lua"
+)
+
+// ErrSaleAdmitting refuses a rebuild during the sale window without force.
+var ErrSaleAdmitting = errors.New("the sale is admitting buyers: rebuild now only with --force (see docs/operations.md)")
+
+// SKU is what a rebuild wrote for one SKU.
+type SKU struct {
+	SKUID        int64 `json:"sku_id"`
+	Initial      int64 `json:"initial"`
+	Available    int64 `json:"available"`
+	OpenReserved int64 `json:"open_reserved"`
+	Committed    int64 `json:"committed"`
+	Reservations int   `json:"reservations"`
+}
+
+// Rebuild rewrites activityID's Redis state from PostgreSQL.
+func Rebuild(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activityID int64, ttl time.Duration, force bool) ([]SKU, error) {
+	var starts, ends time.Time
+	var payTimeout, deadline int64
+	err := pool.QueryRow(ctx, `SELECT starts_at, ends_at, payment_timeout_seconds, order_deadline_seconds FROM sale_activity WHERE activity_id = $1`,
+		activityID).Scan(&starts, &ends, &payTimeout, &deadline)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("no activity %d in PostgreSQL", activityID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if now := time.Now(); !force && !now.Before(starts) && now.Before(ends) {
+		return nil, ErrSaleAdmitting
+	}
+	rows, err := pool.Query(ctx, `SELECT sku_id, initial_stock, available_stock, occupied_stock, sold_stock FROM sku_inventory
+		WHERE activity_id = $1 ORDER BY sku_id`, activityID)
+	if err != nil {
+		return nil, err
+	}
+	type inv struct{ sku, initial, avail, occ, sold int64 }
+	var invs []inv
+	for rows.Next() {
+		var v inv
+		if err := rows.Scan(&v.sku, &v.initial, &v.avail, &v.occ, &v.sold); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		invs = append(invs, v)
+	}
+	rows.Close()
+	var out []SKU
+	for _, v := range invs {
+		k := lua.Keys{ActivityID: activityID, SKUID: v.sku}
+		n, counts, err := reservations(ctx, pool, rdb, k, ttl)
+		if err != nil {
+			return out, err
+		}
+		s := SKU{SKUID: v.sku, OpenReserved: counts.open, Committed: v.occ + v.sold, Reservations: n}
+		// PostgreSQL's available units minus those Redis still holds for
+		// reservations PostgreSQL has not decided yet.
+		s.Available = v.avail - counts.open
+		s.Initial = s.Available + s.OpenReserved + s.Committed
+		pipe := rdb.TxPipeline()
+		pipe.Del(ctx, k.Counter())
+		pipe.HSet(ctx, k.Counter(), "initial", s.Initial, "available", s.Available, "open_reserved", s.OpenReserved,
+			"committed", s.Committed, "compensated_total", counts.compensated, "released_total", counts.released,
+			"rebuilt_at_ms", time.Now().UnixMilli())
+		pipe.HSet(ctx, k.Meta(), "start_ms", starts.UnixMilli(), "end_ms", ends.UnixMilli(),
+			"order_deadline_ms", deadline*1000, "payment_timeout_ms", payTimeout*1000)
+		pipe.SAdd(ctx, lua.ActiveSKUs, fmt.Sprintf("%d:%d", activityID, v.sku))
+		if _, err := pipe.Exec(ctx); err != nil {
+			return out, fmt.Errorf("write counters of sku %d: %w", v.sku, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+type counts struct{ open, compensated, released int64 }
+
+// reservations rewrites every reservation hash, request map, user guard and
+// marker of one SKU from PostgreSQL.
+func reservations(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, k lua.Keys, ttl time.Duration) (int, counts, error) {
+	var c counts
+	rows, err := pool.Query(ctx, `
+		SELECT r.reservation_id, r.request_id, r.user_id, r.message_id, r.status, r.order_id, r.reserved_at, r.business_deadline,
+		       (SELECT count(*) FROM inventory_ledger l WHERE l.reservation_id = r.reservation_id AND l.change_type = 'RELEASE') > 0
+		FROM inventory_reservation r WHERE r.activity_id = $1 AND r.sku_id = $2`, k.ActivityID, k.SKUID)
+	if err != nil {
+		return 0, c, err
+	}
+	defer rows.Close()
+	pipe := rdb.Pipeline()
+	n := 0
+	for rows.Next() {
+		var rid, req, msg uuid.UUID
+		var user int64
+		var status string
+		var order *uuid.UUID
+		var reservedAt, deadline time.Time
+		var released bool
+		if err := rows.Scan(&rid, &req, &user, &msg, &status, &order, &reservedAt, &deadline, &released); err != nil {
+			return n, c, err
+		}
+		key := k.Reservation(rid.String())
+		fields := []any{"status", status, "mq_state", "PUBLISHED", "activity_id", k.ActivityID, "sku_id", k.SKUID,
+			"user_id", user, "request_id", req.String(), "reservation_id", rid.String(), "message_id", msg.String(),
+			"schema_version", 1, "reserved_at_ms", reservedAt.UnixMilli(), "business_deadline_ms", deadline.UnixMilli(),
+			"send_attempts", 0, "last_error", "", "rebuilt", 1}
+		if order != nil {
+			fields = append(fields, "order_id", order.String())
+		}
+		pipe.Del(ctx, key)
+		pipe.HSet(ctx, key, fields...)
+		pipe.PExpire(ctx, key, ttl)
+		pipe.Set(ctx, k.Request(user, req.String()), rid.String(), ttl)
+		pipe.Set(ctx, k.User(user), rid.String(), ttl)
+		switch status {
+		case "RESERVED", "ORDER_REJECTED", "COMPENSATING":
+			c.open++
+		case "COMPENSATED":
+			c.compensated++
+			pipe.Set(ctx, k.CompensationMarker(rid.String()), activities.CompensationKey(rid), ttl)
+		}
+		if released && order != nil {
+			c.released++
+			pipe.Set(ctx, k.ReleaseMarker(rid.String()), "RELEASE:"+order.String(), ttl)
+		}
+		n++
+		if n%500 == 0 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return n, c, err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return n, c, err
+	}
+	if _, err := pipe.Exec(ctx); err != nil && n > 0 {
+		return n, c, err
+	}
+	return n, c, nil
+}
