@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -410,5 +411,79 @@ func TestSecondOrderOfAUserRestoresStockInTransaction(t *testing.T) {
 	}
 	if initial, avail, occ, sold := r.stock(t); avail != 4 || occ != 1 || initial != avail+occ+sold {
 		t.Fatalf("stock %d/%d/%d: the duplicate's unit was not restored", initial, avail, occ)
+	}
+}
+
+func TestRepairActionsAreValidatedRecordedAndIdempotent(t *testing.T) {
+	r := newRig(t, 0, 2) // PostgreSQL has no stock: the first reservation is rejected
+	ctx := context.Background()
+	stuck := r.reserve(t, 1)
+	if res, _ := r.acts.CreateOrder(ctx, stuck); res.Outcome != activities.OutcomeRejected {
+		t.Fatal(res)
+	}
+	r.rdb.Del(ctx, r.k.Reservation(stuck.ReservationID.String()))
+	if c, _ := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: stuck.ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); c.Status != "MANUAL_REVIEW" {
+		t.Fatal(c)
+	}
+	// An order waiting for payment, for the actions that need one.
+	if _, err := r.pool.Exec(ctx, `UPDATE sku_inventory SET initial_stock = initial_stock + 1, available_stock = available_stock + 1 WHERE activity_id = $1`, r.k.ActivityID); err != nil {
+		t.Fatal(err)
+	}
+	open := r.reserve(t, 2)
+	if res, _ := r.acts.CreateOrder(ctx, open); res.Outcome != activities.OutcomeCreated {
+		t.Fatal(res)
+	}
+	req := func(rid uuid.UUID, action, id string) activities.RepairRequest {
+		return activities.RepairRequest{Action: action, RepairID: id, Operator: "alice", Reason: "INC-7: evidence in ticket", ReservationID: rid}
+	}
+	cases := []struct {
+		name     string
+		req      activities.RepairRequest
+		accepted bool
+		reason   string
+	}{
+		{"unknown action", req(stuck.ReservationID, "drop-table", "a1"), false, "unknown action"},
+		{"no operator", activities.RepairRequest{Action: activities.RepairMarkResolved, RepairID: "a2", Reason: "x", ReservationID: stuck.ReservationID}, false, "operator is required"},
+		{"retry on wrong state", req(open.ReservationID, activities.RepairRetryCompensation, "a3"), false, "applies only in MANUAL_REVIEW"},
+		{"force cancel on wrong state", req(stuck.ReservationID, activities.RepairForceCancelUnpaid, "a4"), false, "force-cancel-unpaid needs"},
+		{"rebuild projection on wrong state", req(stuck.ReservationID, activities.RepairRebuildProjection, "a5"), false, "rebuild-projection needs"},
+		{"force cancel unpaid order", req(open.ReservationID, activities.RepairForceCancelUnpaid, "a6"), true, ""},
+		{"rebuild projection", req(open.ReservationID, activities.RepairRebuildProjection, "a7"), true, ""},
+		{"retry compensation", req(stuck.ReservationID, activities.RepairRetryCompensation, "a8"), true, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := r.acts.ApplyRepair(ctx, c.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Accepted != c.accepted || !strings.Contains(res.Reason, c.reason) {
+				t.Fatalf("= %+v, want accepted %v with reason containing %q", res, c.accepted, c.reason)
+			}
+			var status, operator string
+			if err := r.pool.QueryRow(ctx, `SELECT status, operator FROM repair_task WHERE repair_id = $1`, c.req.RepairID).Scan(&status, &operator); err != nil {
+				t.Fatalf("repair not recorded: %v", err)
+			}
+			if want := map[bool]string{true: "APPLIED", false: "REFUSED"}[c.accepted]; status != want {
+				t.Fatalf("recorded %s, want %s", status, want)
+			}
+		})
+	}
+	// retry-compensation moved the standard state back: task RETRY, reservation ORDER_REJECTED.
+	var resStatus, taskStatus string
+	r.pool.QueryRow(ctx, `SELECT r.status, t.status FROM inventory_reservation r JOIN compensation_task t USING (reservation_id) WHERE r.reservation_id = $1`,
+		stuck.ReservationID).Scan(&resStatus, &taskStatus)
+	if resStatus != "ORDER_REJECTED" || taskStatus != "RETRY" {
+		t.Fatalf("after retry-compensation: reservation %s task %s", resStatus, taskStatus)
+	}
+	// The same repair_id again changes nothing and says so.
+	again, err := r.acts.ApplyRepair(ctx, req(stuck.ReservationID, activities.RepairRetryCompensation, "a8"))
+	if err != nil || !again.Duplicate || !again.Accepted {
+		t.Fatalf("repeat = %+v, %v", again, err)
+	}
+	var n int
+	r.pool.QueryRow(ctx, `SELECT count(*) FROM repair_task`).Scan(&n)
+	if n != len(cases) {
+		t.Fatalf("repair rows %d, want %d", n, len(cases))
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"slices"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -21,7 +23,25 @@ const (
 	// RepairMarkResolved: reservation MANUAL_REVIEW; the operator attests the
 	// case was settled outside the system. Business rows are not changed.
 	RepairMarkResolved = "mark-resolved"
+	// RepairForceCancelUnpaid: reservation ORDER_CREATED, order CREATED or
+	// PAYING (the buyer will not pay) → the saga runs the standard cancel
+	// (CANCEL_PENDING, provider close, CANCELLED only without a payment).
+	RepairForceCancelUnpaid = "force-cancel-unpaid"
+	// RepairRebuildProjection: reservation ORDER_CREATED → the saga re-runs
+	// the idempotent Redis projection (order_created.lua).
+	RepairRebuildProjection = "rebuild-projection"
 )
+
+// repairTarget is the state each action aims for (repair_task.target_state).
+var repairTarget = map[string]string{
+	RepairRetryCompensation: "COMPENSATED",
+	RepairMarkResolved:      "RESOLVED_MANUALLY",
+	RepairForceCancelUnpaid: "CANCELLED",
+	RepairRebuildProjection: "ORDER_CREATED",
+}
+
+// RepairActions lists the actions the repair signal accepts.
+var RepairActions = []string{RepairRetryCompensation, RepairMarkResolved, RepairForceCancelUnpaid, RepairRebuildProjection}
 
 // RepairRequest is the payload of the saga's repair signal.
 type RepairRequest struct {
@@ -47,8 +67,8 @@ type RepairResult struct {
 
 func (r RepairRequest) validate() string {
 	switch {
-	case r.Action != RepairRetryCompensation && r.Action != RepairMarkResolved:
-		return fmt.Sprintf("unknown action %q (want %s or %s)", r.Action, RepairRetryCompensation, RepairMarkResolved)
+	case !slices.Contains(RepairActions, r.Action):
+		return fmt.Sprintf("unknown action %q (want one of %s)", r.Action, strings.Join(RepairActions, ", "))
 	case strings.TrimSpace(r.RepairID) == "" || len(r.RepairID) > 128:
 		return "repair_id is required (1-128 characters) and must be new for each distinct repair"
 	case strings.TrimSpace(r.Operator) == "" || len(r.Operator) > 128:
@@ -83,24 +103,38 @@ func (a *Activities) applyRepair(ctx context.Context, tx pgx.Tx, req RepairReque
 	if prior, ok, err := recordedRepair(ctx, tx, req.RepairID); err != nil || ok {
 		return prior, err
 	}
-	var resStatus, taskStatus string
+	var resStatus, taskStatus, orderStatus string
 	err := tx.QueryRow(ctx, `
-		SELECT r.status, COALESCE(t.status, '')
+		SELECT r.status, COALESCE(t.status, ''), COALESCE(o.status, '')
 		FROM inventory_reservation r LEFT JOIN compensation_task t ON t.reservation_id = r.reservation_id
-		WHERE r.reservation_id = $1 FOR UPDATE OF r`, req.ReservationID).Scan(&resStatus, &taskStatus)
+		LEFT JOIN orders o ON o.order_id = r.order_id
+		WHERE r.reservation_id = $1 FOR UPDATE OF r`, req.ReservationID).Scan(&resStatus, &taskStatus, &orderStatus)
 	if errors.Is(err, pgx.ErrNoRows) {
 		resStatus = "ABSENT"
 	} else if err != nil {
 		return out, fmt.Errorf("read state for repair: %w", err)
 	}
 	out.Before = stateText(resStatus, taskStatus)
+	if orderStatus != "" {
+		out.Before += " order=" + orderStatus
+	}
 	refuse := req.validate()
 	if refuse == "" {
-		switch {
-		case resStatus != "MANUAL_REVIEW":
-			refuse = fmt.Sprintf("reservation is %s, repairs apply only in MANUAL_REVIEW", resStatus)
-		case req.Action == RepairRetryCompensation && taskStatus != "MANUAL":
-			refuse = fmt.Sprintf("compensation task is %q, retry-compensation needs MANUAL", taskStatus)
+		switch req.Action {
+		case RepairRetryCompensation, RepairMarkResolved:
+			if resStatus != "MANUAL_REVIEW" {
+				refuse = fmt.Sprintf("reservation is %s, %s applies only in MANUAL_REVIEW", resStatus, req.Action)
+			} else if req.Action == RepairRetryCompensation && taskStatus != "MANUAL" {
+				refuse = fmt.Sprintf("compensation task is %q, retry-compensation needs MANUAL", taskStatus)
+			}
+		case RepairForceCancelUnpaid:
+			if resStatus != "ORDER_CREATED" || (orderStatus != "CREATED" && orderStatus != "PAYING") {
+				refuse = fmt.Sprintf("reservation %s with order %q: force-cancel-unpaid needs an ORDER_CREATED reservation whose order is CREATED or PAYING", resStatus, orderStatus)
+			}
+		case RepairRebuildProjection:
+			if resStatus != "ORDER_CREATED" {
+				refuse = fmt.Sprintf("reservation is %s, rebuild-projection needs ORDER_CREATED", resStatus)
+			}
 		}
 	}
 	out.After = out.Before
@@ -131,7 +165,7 @@ func (a *Activities) applyRepair(ctx context.Context, tx pgx.Tx, req RepairReque
 		INSERT INTO repair_task (repair_id, object_type, object_id, rule_name, target_state, status, operator, reason,
 		                         evidence, before_state, after_state, result)
 		VALUES ($1, 'RESERVATION', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		req.RepairID, req.ReservationID.String(), "MANUAL:"+req.Action, out.After, status,
+		req.RepairID, req.ReservationID.String(), "MANUAL:"+req.Action, nonEmpty(repairTarget[req.Action], "UNKNOWN"), status,
 		nonEmpty(req.Operator, "unknown"), nonEmpty(req.Reason, "-"), evidence, before, after, nonEmpty(refuse, "ok")); err != nil {
 		return out, fmt.Errorf("record repair %s: %w", req.RepairID, err)
 	}

@@ -125,3 +125,28 @@ func TestRefundWorkflow(t *testing.T) {
 	}
 	env.AssertExpectations(t)
 }
+
+func TestSagaRepairForceCancelAndRebuildProjection(t *testing.T) {
+	env, in, oid := createdEnv(t)
+	rebuild := activities.RepairRequest{Action: activities.RepairRebuildProjection, RepairID: "r-1", Operator: "ops", Reason: "projection lost", ReservationID: in.Message.ReservationID}
+	cancel := activities.RepairRequest{Action: activities.RepairForceCancelUnpaid, RepairID: "r-2", Operator: "ops", Reason: "buyer asked by phone", ReservationID: in.Message.ReservationID}
+	env.OnActivity(act.ApplyRepair, mock.Anything, rebuild).Return(activities.RepairResult{RepairID: "r-1", Accepted: true}, nil).Once()
+	env.OnActivity(act.ApplyRepair, mock.Anything, cancel).Return(activities.RepairResult{RepairID: "r-2", Accepted: true}, nil).Once()
+	// The projection runs once at creation and once more for the repair.
+	env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(activities.ProjectionResult{Code: 2, Text: "ORDER_CREATED"}, nil).Once()
+	env.OnActivity(act.BeginCancel, mock.Anything, activities.CancelInput{OrderID: oid, RequireExpired: false}).Return("CANCEL_PENDING", nil).Once()
+	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.CloseNoPayment}, nil).Once()
+	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return("CANCELLED", nil).Once()
+	env.OnActivity(act.ReleaseRedis, mock.Anything, releaseInput(in, oid)).Return(activities.ProjectionResult{Code: 1}, nil).Once()
+	signal := func(r activities.RepairRequest) {
+		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: r.Action, RepairID: r.RepairID, Operator: r.Operator, Reason: r.Reason})
+	}
+	env.RegisterDelayedCallback(func() { signal(rebuild) }, time.Minute)
+	env.RegisterDelayedCallback(func() { signal(cancel) }, 2*time.Minute)
+	env.ExecuteWorkflow(ReservationSaga, in)
+	st := result(t, env)
+	if st.Status != StatusCancelled || len(st.Repairs) != 2 {
+		t.Fatalf("state = %+v", st)
+	}
+	env.AssertExpectations(t)
+}

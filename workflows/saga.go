@@ -218,14 +218,10 @@ func (s *saga) awaitPayment(ctx workflow.Context) (SagaState, error) {
 			c.Receive(ctx, &c2)
 			event = "cancel"
 		})
+		var repair activities.RepairRequest
 		sel.AddReceive(s.repairs, func(c workflow.ReceiveChannel, _ bool) {
-			var r activities.RepairRequest
-			c.Receive(ctx, &r)
-			r.ReservationID = s.in.Message.ReservationID
-			var res activities.RepairResult
-			if err := workflow.ExecuteActivity(dbActivity(ctx), act.ApplyRepair, r).Get(ctx, &res); err == nil {
-				s.state.Repairs = append(s.state.Repairs, res)
-			}
+			c.Receive(ctx, &repair)
+			repair.ReservationID = s.in.Message.ReservationID
 			event = "repair"
 		})
 		sel.AddFuture(timer, func(workflow.Future) { event = "expired" })
@@ -247,6 +243,33 @@ func (s *saga) awaitPayment(ctx workflow.Context) (SagaState, error) {
 			done, err := s.cancel(ctx, event == "expired")
 			if err != nil || done {
 				return s.state, err
+			}
+		case "repair":
+			var res activities.RepairResult
+			if err := workflow.ExecuteActivity(dbActivity(ctx), act.ApplyRepair, repair).Get(ctx, &res); err != nil {
+				return s.state, err
+			}
+			s.state.Repairs = append(s.state.Repairs, res)
+			if !res.Accepted || res.Duplicate {
+				s.state.Steps = append(s.state.Steps, "repair "+repair.Action+" not applied: "+res.Reason)
+				continue
+			}
+			switch repair.Action {
+			case activities.RepairForceCancelUnpaid:
+				s.state.Steps = append(s.state.Steps, "repair "+repair.RepairID+": force cancel by "+repair.Operator)
+				done, err := s.cancel(ctx, false)
+				if err != nil || done {
+					return s.state, err
+				}
+			case activities.RepairRebuildProjection:
+				m := s.in.Message
+				var p activities.ProjectionResult
+				if err := workflow.ExecuteActivity(dbActivity(ctx), act.ProjectOrderCreated, activities.ProjectionInput{
+					ReservationID: m.ReservationID, OrderID: s.orderID(), ActivityID: m.ActivityID, SKUID: m.SKUID,
+				}).Get(ctx, &p); err != nil {
+					return s.state, err
+				}
+				s.state.Steps = append(s.state.Steps, "repair "+repair.RepairID+": projection "+p.Text)
 			}
 		}
 	}
