@@ -61,7 +61,7 @@ func TestTemporalUIListsStuckSaga(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	conns, err := app.Open(ctx, cfg, "seckill-e2e-temporalui", true, logger())
+	conns, err := app.Open(ctx, cfg, "seckill-e2e-temporalui", true, logger(), nil)
 	if err != nil {
 		t.Fatalf("connect to the stack: %v", err)
 	}

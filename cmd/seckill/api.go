@@ -17,7 +17,7 @@ func newAPICmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-gateway", true, b.log)
+			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-gateway", true, b.log, b.tel)
 			if err != nil {
 				return err
 			}

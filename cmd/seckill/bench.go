@@ -176,7 +176,7 @@ func runBenchReserve(ctx context.Context, o benchReserveOpts, stdout, stderr io.
 	cfg.ReservationTTL = benchTTL
 	cfg.TopicOrderCreate = o.topic
 	gwLog := logx.New(stderr, "warn")
-	conns, err := app.Open(ctx, cfg, "seckill-bench-gateway", false, gwLog)
+	conns, err := app.Open(ctx, cfg, "seckill-bench-gateway", false, gwLog, nil)
 	if err != nil {
 		return err
 	}

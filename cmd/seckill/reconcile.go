@@ -28,7 +28,7 @@ func newReconcileCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-cli", true, b.log)
+			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-cli", true, b.log, nil)
 			if err != nil {
 				return err
 			}
@@ -90,7 +90,7 @@ func newReconcileCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-cli", true, b.log)
+			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-cli", true, b.log, nil)
 			if err != nil {
 				return err
 			}

@@ -42,7 +42,7 @@ Metrics are served on SECKILL_METRICS_ADDR/metrics.`,
 				return err
 			}
 			needTemporal := slices.Contains(parts, app.PartStarter) || slices.Contains(parts, app.PartSaga)
-			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-worker", needTemporal, b.log)
+			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-worker", needTemporal, b.log, b.tel)
 			if err != nil {
 				return err
 			}

@@ -63,8 +63,9 @@ type Conns struct {
 	Provider payments.Provider
 }
 
-// Open connects to PostgreSQL, Redis and RocketMQ (and Temporal if withTemporal).
-func Open(ctx context.Context, cfg config.Config, producerGroup string, withTemporal bool, log *slog.Logger) (*Conns, error) {
+// Open connects to PostgreSQL, Redis and RocketMQ (and Temporal if
+// withTemporal). With tel, the Temporal SDK's metrics go to tel's registry.
+func Open(ctx context.Context, cfg config.Config, producerGroup string, withTemporal bool, log *slog.Logger, tel *Telemetry) (*Conns, error) {
 	c := &Conns{}
 	var err error
 	if c.Pool, err = pg.Open(ctx, cfg.PostgresDSN, cfg.PGMaxConns); err != nil {
@@ -84,7 +85,16 @@ func Open(ctx context.Context, cfg config.Config, producerGroup string, withTemp
 	}
 	c.Provider = payments.PaysimProvider{Client: &paysim.Client{BaseURL: cfg.PaysimURL, MerchantKey: cfg.PaysimMerchantKey}}
 	if withTemporal {
-		if c.Temporal, err = temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, log); err != nil {
+		var opts []temporalx.Option
+		if tel != nil {
+			mh, err := temporalx.MetricsHandler(tel.Registry)
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			opts = append(opts, temporalx.WithMetrics(mh))
+		}
+		if c.Temporal, err = temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, log, opts...); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -221,6 +231,7 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, parts []st
 		if err != nil {
 			return err
 		}
+		st.PayloadConflicts = tel.Saga.InboxPayloadConflict
 		cons, err := mq.NewConsumer(cfg.RocketMQNameServers, cfg.StarterGroup, cfg.TopicOrderCreate, st.Handle,
 			mq.ConsumerOptions{Concurrency: cfg.ConsumerConcurrency})
 		if err != nil {

@@ -85,12 +85,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 		opts.Failpoints = &failpoint.Set{}
 	}
 	rep := Report{ActivityID: opts.ActivityID, SKUID: SKUID, HTTP: map[int]int{}}
-	conns, err := app.Open(ctx, cfg, "seckill-demo", true, log)
+	tel := app.NewTelemetry()
+	conns, err := app.Open(ctx, cfg, "seckill-demo", true, log, tel)
 	if err != nil {
 		return rep, err
 	}
 	defer conns.Close()
-	tel := app.NewTelemetry()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return rep, err

@@ -15,19 +15,31 @@ import (
 	"go.temporal.io/sdk/worker"
 )
 
+// Option adjusts the client options of Dial.
+type Option func(*client.Options)
+
+// WithMetrics exports the SDK's metrics through h (see MetricsHandler).
+func WithMetrics(h client.MetricsHandler) Option {
+	return func(o *client.Options) { o.MetricsHandler = h }
+}
+
 // Dial connects to the Temporal frontend at addr in namespace ns and checks it
 // answers.
-func Dial(ctx context.Context, addr, ns string, logger *slog.Logger) (client.Client, error) {
+func Dial(ctx context.Context, addr, ns string, logger *slog.Logger, opts ...Option) (client.Client, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c, err := client.DialContext(dctx, client.Options{
+	o := client.Options{
 		HostPort:  addr,
 		Namespace: ns,
 		Logger:    tlog.NewStructuredLogger(logger),
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c, err := client.DialContext(dctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("dial temporal at %s: %w", addr, err)
 	}

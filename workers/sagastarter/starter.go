@@ -48,6 +48,9 @@ type Starter struct {
 	consumed  *prometheus.CounterVec
 	quarant   prometheus.Counter
 	lag       prometheus.Gauge
+	// PayloadConflicts, if set, counts same-id-different-payload messages
+	// (seckill_inbox_payload_conflict_total, a critical alert).
+	PayloadConflicts prometheus.Counter
 }
 
 // New returns a Starter; every dependency is required.
@@ -90,6 +93,9 @@ func (s *Starter) handle(ctx context.Context, d mq.Delivered) (string, error) {
 	dup, err := s.recordInbox(ctx, d, m, hash)
 	if err != nil {
 		if errors.Is(err, errPayloadConflict) {
+			if s.PayloadConflicts != nil {
+				s.PayloadConflicts.Inc()
+			}
 			return ResultQuarantined, s.quarantine(ctx, d, hash, "PAYLOAD_CONFLICT: same message_id, different payload")
 		}
 		return "", err
