@@ -228,6 +228,14 @@ func (s *stack) state(a, sku int64) state {
 	s.t.Helper()
 	ctx := context.Background()
 	k := lua.Keys{ActivityID: a, SKUID: sku}
+	// The gateway sends ORDER_CREATE_REQUESTED after answering: let it record
+	// the outcome (send_due empties) before taking the picture.
+	for deadline := time.Now().Add(10 * time.Second); s.rdb.ZCard(ctx, k.SendDue()).Val() > 0; {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the gateway did not confirm its sends within 10s: %v", s.rdb.ZRange(ctx, k.SendDue(), 0, -1).Val())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	st := state{keys: s.scan(fmt.Sprintf("seckill:{%d:%d}:*", a, sku)), hashes: map[string]map[string]string{}}
 	st.counter = s.rdb.HGetAll(ctx, k.Counter()).Val()
 	for _, key := range st.keys {

@@ -61,6 +61,8 @@ type Conns struct {
 	Temporal client.Client // nil unless dialled
 	// Provider is the payment provider client (nil: payment activities fail).
 	Provider payments.Provider
+
+	closers []func() // parts built on these connections, closed first
 }
 
 // Open connects to PostgreSQL, Redis and RocketMQ (and Temporal if
@@ -102,8 +104,12 @@ func Open(ctx context.Context, cfg config.Config, producerGroup string, withTemp
 	return c, nil
 }
 
-// Close releases every connection that was opened.
+// Close stops the parts built on the connections, then releases every
+// connection that was opened.
 func (c *Conns) Close() {
+	for i := len(c.closers) - 1; i >= 0; i-- {
+		c.closers[i]()
+	}
 	if c.Temporal != nil {
 		c.Temporal.Close()
 	}
@@ -171,6 +177,7 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 	if err != nil {
 		return nil, err
 	}
+	conns.closers = append(conns.closers, res.Close) // flush the gateway's queued sends
 	deps := api.Deps{Auth: authn, Reserver: res, Status: reservation.NewStatusReader(conns.Redis, conns.Pool),
 		Pool: conns.Pool, Redis: conns.Redis, Metrics: metrics.Handler(tel.Registry), Log: log}
 	if conns.Temporal != nil {

@@ -137,14 +137,30 @@ type sendOutcome struct {
 // ErrSendUnknown means the message may or may not have been stored; any other
 // error means it was not.
 func (p *Producer) Send(ctx context.Context, m Message) (SendResult, error) {
+	return p.SendBatch(ctx, []Message{m})
+}
+
+// SendBatch sends msgs, all to the same topic, as one RocketMQ batch: the
+// broker stores all or none, and consumers still receive them one by one
+// with their own keys and properties. Outcomes are as for Send.
+func (p *Producer) SendBatch(ctx context.Context, msgs []Message) (SendResult, error) {
+	if len(msgs) == 0 {
+		return SendResult{}, errors.New("send: no messages")
+	}
+	m := msgs[0]
 	if p.closed.Load() {
 		return SendResult{}, fmt.Errorf("send to %s: %w", m.Topic, ErrClosed)
 	}
-	if m.Topic == "" {
-		return SendResult{}, errors.New("send: empty topic")
-	}
-	if len(m.Body) == 0 {
-		return SendResult{}, fmt.Errorf("send to %s: empty body", m.Topic)
+	for _, x := range msgs {
+		if x.Topic == "" {
+			return SendResult{}, errors.New("send: empty topic")
+		}
+		if x.Topic != m.Topic {
+			return SendResult{}, fmt.Errorf("send batch: topics %s and %s differ", m.Topic, x.Topic)
+		}
+		if len(x.Body) == 0 {
+			return SendResult{}, fmt.Errorf("send to %s: empty body", x.Topic)
+		}
 	}
 	var lastErr error
 	for attempt := 0; attempt <= p.cfg.retries; attempt++ {
@@ -160,7 +176,7 @@ func (p *Producer) Send(ctx context.Context, m Message) (SendResult, error) {
 		} else if err := ctx.Err(); err != nil {
 			return SendResult{}, fmt.Errorf("send to %s: %w", m.Topic, err)
 		}
-		res, err := p.sendOnce(ctx, m)
+		res, err := p.sendOnce(ctx, msgs)
 		if err == nil {
 			return res, nil
 		}
@@ -174,23 +190,28 @@ func (p *Producer) Send(ctx context.Context, m Message) (SendResult, error) {
 
 // sendOnce makes one SDK send, bounded by the send timeout even where the SDK
 // does not honour the context (its route lookup uses its own 6 s timeout).
-func (p *Producer) sendOnce(ctx context.Context, m Message) (SendResult, error) {
-	msg := primitive.NewMessage(m.Topic, m.Body)
-	if m.Tag != "" {
-		msg.WithTag(m.Tag)
-	}
-	if m.Key != "" {
-		msg.WithKeys([]string{m.Key})
-	}
-	if m.ID != "" {
-		msg.WithProperty(PropertyMessageID, m.ID)
+func (p *Producer) sendOnce(ctx context.Context, ms []Message) (SendResult, error) {
+	m := ms[0]
+	batch := make([]*primitive.Message, 0, len(ms))
+	for _, x := range ms {
+		msg := primitive.NewMessage(x.Topic, x.Body)
+		if x.Tag != "" {
+			msg.WithTag(x.Tag)
+		}
+		if x.Key != "" {
+			msg.WithKeys([]string{x.Key})
+		}
+		if x.ID != "" {
+			msg.WithProperty(PropertyMessageID, x.ID)
+		}
+		batch = append(batch, msg)
 	}
 
 	actx, cancel := context.WithTimeout(ctx, p.cfg.sendTimeout)
 	defer cancel()
 	done := make(chan sendOutcome, 1)
 	go func() {
-		res, err := p.p.SendSync(actx, msg)
+		res, err := p.p.SendSync(actx, batch...)
 		done <- sendOutcome{res: res, err: err}
 	}()
 

@@ -81,6 +81,7 @@ func newRig(t *testing.T, stock int) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(r.Close)
 	return &rig{cfg: cfg, rdb: rdb, prod: prod, fp: fp, res: r, k: k, m: m}
 }
 

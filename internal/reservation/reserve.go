@@ -30,7 +30,13 @@ type Publisher interface {
 	Send(ctx context.Context, m mq.Message) (mq.SendResult, error)
 }
 
-var _ Publisher = (*mq.Producer)(nil)
+// BatchPublisher also sends several messages of one topic as one batch.
+type BatchPublisher interface {
+	Publisher
+	SendBatch(ctx context.Context, msgs []mq.Message) (mq.SendResult, error)
+}
+
+var _ BatchPublisher = (*mq.Producer)(nil)
 
 // Code is the outcome of a reserve request.
 type Code string
@@ -65,23 +71,31 @@ type Options struct {
 	ReservationTTL time.Duration // garbage collection only
 	MaxAttempts    int
 	SoldOutMemo    time.Duration
+	// MaxBatch and Linger shape the batches of immediate sends (default 64, 1 ms).
+	MaxBatch int
+	Linger   time.Duration
 }
 
 // Reserver admits requests. It is safe for concurrent use.
 type Reserver struct {
 	rdb  redis.Cmdable
 	ids  *ids.Deriver
-	pub  Publisher
+	pub  BatchPublisher
 	opt  Options
 	m    *metrics.Reservation
 	fp   *failpoint.Set
 	log  *slog.Logger
 	now  func() time.Time
 	memo sync.Map // lua.Keys → time.Time until which the SKU is known sold out
+
+	// The immediate sends, batched (see sender.go).
+	queue     chan sendItem
+	stopped   chan struct{}
+	closeOnce sync.Once
 }
 
 // NewReserver builds a Reserver; every dependency is required.
-func NewReserver(rdb redis.Cmdable, d *ids.Deriver, pub Publisher, opt Options, m *metrics.Reservation,
+func NewReserver(rdb redis.Cmdable, d *ids.Deriver, pub BatchPublisher, opt Options, m *metrics.Reservation,
 	fp *failpoint.Set, log *slog.Logger) (*Reserver, error) {
 	if rdb == nil || d == nil || pub == nil || m == nil || log == nil {
 		return nil, errors.New("reservation: nil dependency")
@@ -92,7 +106,16 @@ func NewReserver(rdb redis.Cmdable, d *ids.Deriver, pub Publisher, opt Options, 
 	if opt.RetryBackoff <= 0 {
 		opt.RetryBackoff = time.Second
 	}
-	return &Reserver{rdb: rdb, ids: d, pub: pub, opt: opt, m: m, fp: fp, log: log, now: time.Now}, nil
+	if opt.MaxBatch <= 0 {
+		opt.MaxBatch = 64
+	}
+	if opt.Linger <= 0 {
+		opt.Linger = time.Millisecond
+	}
+	r := &Reserver{rdb: rdb, ids: d, pub: pub, opt: opt, m: m, fp: fp, log: log, now: time.Now,
+		queue: make(chan sendItem, 16*opt.MaxBatch), stopped: make(chan struct{})}
+	go r.sendLoop()
+	return r, nil
 }
 
 // Reserve admits (activity, sku) for userID under the client's requestID.
@@ -161,7 +184,7 @@ func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64,
 		if err := r.fp.Check(failpoint.AfterRedisReserve); err != nil {
 			return Result{}, err // as if the process died: the scanner must re-send
 		}
-		r.sendNow(ctx, k, f)
+		r.sendNow(k, f)
 		return Result{Code: Queued, ReservationID: id.ReservationID}, nil
 	case 2:
 		rid, err := uuid.Parse(ridText)
@@ -202,28 +225,6 @@ func (r *Reserver) alreadyReserved(ctx context.Context, k lua.Keys, holder strin
 	return Result{Code: AlreadyReserved, ReservationID: rid}, nil
 }
 
-// sendNow is the gateway's immediate send. Its outcome never changes the
-// client's answer: a failed or unknown send stays in send_due for the scanner.
-func (r *Reserver) sendNow(ctx context.Context, k lua.Keys, f Fields) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opt.SendTimeout)
-	defer cancel()
-	outcome, errText := Send(sctx, r.pub, r.opt.Topic, f)
-	r.m.SendTotal.WithLabelValues("gateway", outcome).Inc()
-	if outcome == OutcomeUnknown {
-		r.m.SendUnknown.Inc()
-	}
-	if err := r.fp.Check(failpoint.AfterMQSendBeforeRedisMark); err != nil {
-		return
-	}
-	if _, err := MarkSent(sctx, r.rdb, k, f.ReservationID, outcome, r.now().Add(r.opt.RetryBackoff), r.opt.MaxAttempts, errText); err != nil {
-		// The item stays due in send_due; the scanner re-sends with the same message_id.
-		r.log.Warn("reservation.mq_mark_failed", "reservation_id", f.ReservationID, "message_id", f.MessageID, "error", err)
-	}
-	if outcome == OutcomeUnknown {
-		r.log.Warn("reservation.mq_send_unknown", "reservation_id", f.ReservationID, "message_id", f.MessageID, "error_class", "send_unknown")
-	}
-}
-
 // Send outcomes, as recorded in the reservation's mq_state.
 const (
 	OutcomePublished = "PUBLISHED"
@@ -238,8 +239,12 @@ func Send(ctx context.Context, pub Publisher, topic string, f Fields) (outcome, 
 	if err != nil {
 		return OutcomeFailed, err.Error()
 	}
-	_, err = pub.Send(ctx, mq.Message{Topic: topic, Key: f.ReservationID.String(), ID: f.MessageID.String(),
-		Tag: "ORDER_CREATE_REQUESTED", Body: body})
+	return classify(pub.Send(ctx, mq.Message{Topic: topic, Key: f.ReservationID.String(), ID: f.MessageID.String(),
+		Tag: "ORDER_CREATE_REQUESTED", Body: body}))
+}
+
+// classify maps a send's error to the outcome recorded in mq_state.
+func classify(_ mq.SendResult, err error) (outcome, errText string) {
 	switch {
 	case err == nil:
 		return OutcomePublished, ""
@@ -263,6 +268,17 @@ func MarkSent(ctx context.Context, rdb redis.Scripter, k lua.Keys, rid uuid.UUID
 		return "", fmt.Errorf("record send outcome: %w", err)
 	}
 	return res[1].(string), nil
+}
+
+// markSent queues lua/send_done.lua by EVALSHA on a pipeline.
+func markSent(ctx context.Context, rdb redis.Scripter, k lua.Keys, f Fields, outcome string, nextDue time.Time,
+	maxAttempts int, errText string) *redis.Cmd {
+	if len(errText) > 500 {
+		errText = errText[:500]
+	}
+	rid := f.ReservationID.String()
+	return lua.SendDone.EvalSha(ctx, rdb, []string{k.Reservation(rid), k.SendDue(), k.Counter()},
+		rid, outcome, nextDue.UnixMilli(), maxAttempts, errText)
 }
 
 // SKUKey parses an "activity:sku" member of lua.ActiveSKUs.
