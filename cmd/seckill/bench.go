@@ -476,6 +476,18 @@ func (e *benchEnv) http(ctx context.Context, stock string, sku int64) error {
 		return err
 	}
 	lr := load(e.o.warmup, e.o.requests, "")
+	// The gateway answers before it sends (it batches its sends): the case
+	// ends when the last queued message is published, and that tail counts.
+	if stock == "in-stock" {
+		drainStart := time.Now()
+		for deadline := drainStart.Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			sent := counterValue(e.reg, "seckill_reservation_send_total", map[string]string{"source": "gateway", "result": reservation.OutcomePublished}) - pub0
+			if int(sent) >= lr.Expected {
+				break
+			}
+		}
+		lr.Elapsed += time.Since(drainStart)
+	}
 	s1, err := e.sample(ctx)
 	if err != nil {
 		return err
@@ -525,7 +537,7 @@ func (e *benchEnv) http(ctx context.Context, stock string, sku int64) error {
 			lr.Requests, wantStatus, wantCode, bench.StatusText(lr.Status), lr.Stopped, strings.Join(lr.Samples, " | "))
 	case stock == "in-stock" && reserved != int64(e.o.requests):
 		return fmt.Errorf("%s: %d answers QUEUED but Redis admitted %d", name, lr.Expected, reserved)
-	case stock == "in-stock" && int64(pub) != reserved:
+	case stock == "in-stock" && int64(pub) < reserved: // (warm-up sends may land inside the case)
 		// A failed send is cheaper than a stored one: the figures would not
 		// measure the path.
 		return fmt.Errorf("%s: the gateway published %.0f of %d messages to %s", name, pub, reserved, e.o.topic)

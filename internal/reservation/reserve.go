@@ -184,7 +184,7 @@ func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64,
 		if err := r.fp.Check(failpoint.AfterRedisReserve); err != nil {
 			return Result{}, err // as if the process died: the scanner must re-send
 		}
-		r.sendNow(k, f)
+		r.sendNow(ctx, k, f)
 		return Result{Code: Queued, ReservationID: id.ReservationID}, nil
 	case 2:
 		rid, err := uuid.Parse(ridText)

@@ -26,11 +26,22 @@ type sendItem struct {
 	f Fields
 }
 
-// sendNow queues the reservation's message; a full queue leaves it to the scanner.
-func (r *Reserver) sendNow(k lua.Keys, f Fields) {
+// sendNow queues the reservation's message. A full queue pushes back on the
+// request (admission cannot outrun the broker for long) for at most the send
+// timeout; past that the message is left to the scanner, never dropped.
+func (r *Reserver) sendNow(ctx context.Context, k lua.Keys, f Fields) {
 	select {
 	case r.queue <- sendItem{k, f}:
+		return
 	default:
+	}
+	t := time.NewTimer(r.opt.SendTimeout)
+	defer t.Stop()
+	select {
+	case r.queue <- sendItem{k, f}:
+	case <-t.C:
+		r.m.SendTotal.WithLabelValues("gateway", "queue_full").Inc()
+	case <-ctx.Done():
 		r.m.SendTotal.WithLabelValues("gateway", "queue_full").Inc()
 	}
 }
