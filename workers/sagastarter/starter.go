@@ -143,6 +143,9 @@ func (s *Starter) start(ctx context.Context, m events.OrderCreateRequested) erro
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		// A finished saga is never started again by a late duplicate.
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		// Shown on the workflow's page in the UI (not searchable; no personal data).
+		Memo: map[string]any{"activity_id": m.ActivityID, "sku_id": m.SKUID, "message_id": m.MessageID.String(),
+			"reserved_at": m.ReservedAt, "business_deadline": m.BusinessDeadline},
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			workflows.SearchReservationStatus.ValueSet(workflows.StatusReserved),
 			workflows.SearchActivityID.ValueSet(m.ActivityID),

@@ -1,0 +1,205 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testScript() PGBenchScript {
+	payload, _ := json.Marshal(map[string]any{"order_id": "0b7e9c3a-1111-4222-8333-444455556666", "amount_cents": 4999,
+		"expires_at": "2026-11-30T06:15:00Z", "note": `it's "quoted" \ and: colons`})
+	return PGBenchScript{ActivityID: 42, SKUID: 1, PriceCents: 4999, ConsumerGroup: "order-consumer", Topic: "seckill_bench_create",
+		PayloadHash: bytes.Repeat([]byte{0xab}, 32), OutboxPayload: payload, PaymentTimeoutSeconds: 900}
+}
+
+func TestPGBenchScriptHasOnlyTheUIDVariable(t *testing.T) {
+	text, err := testScript().Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pgbench substitutes every :name outside of "::" casts, even in literals.
+	vars := regexp.MustCompile(`(^|[^:]):([A-Za-z0-9_]+)`).FindAllStringSubmatch(text, -1)
+	for _, v := range vars {
+		if v[2] != "uid" {
+			t.Errorf("script has pgbench variable :%s", v[2])
+		}
+	}
+	if len(vars) != 1 {
+		t.Errorf("script uses %d variables, want exactly :uid once", len(vars))
+	}
+	for _, want := range []string{
+		"\\set uid random(1, 9000000000000000000)\n", "BEGIN;\n", "END;\n",
+		"INSERT INTO consumer_inbox", "ON CONFLICT (consumer_group, message_id) DO NOTHING",
+		"WHERE activity_id = 42 AND sku_id = 1 AND available_stock > 0",
+		"INSERT INTO orders", "VALUES (gen_random_uuid(), 42, 1, :uid,", "make_interval(secs => 900)",
+		"INSERT INTO event_outbox", `'\x` + strings.Repeat("ab", 32) + `'::bytea`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("script lacks %q:\n%s", want, text)
+		}
+	}
+	var stmts int
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "INSERT") || strings.HasPrefix(l, "UPDATE") {
+			stmts++
+		}
+	}
+	if stmts != 4 {
+		t.Errorf("%d statements, want the four of the baseline", stmts)
+	}
+}
+
+func TestPGEscapedLiteralRoundTrips(t *testing.T) {
+	in := `{"a":"it's","b":"c:\\d"}`
+	got := pgEscapedLiteral(in)
+	body := strings.TrimSuffix(strings.TrimPrefix(got, "E'"), "'")
+	if strings.Contains(body, ":") || strings.Contains(strings.ReplaceAll(body, `\'`, ""), "'") {
+		t.Fatalf("literal %s still holds a colon or an unescaped quote", got)
+	}
+	// Undo PostgreSQL's E'' escapes used here.
+	dec := strings.NewReplacer(`\x3a`, ":", `\'`, "'", `\\`, `\`, `\n`, "\n").Replace(body)
+	if dec != in {
+		t.Fatalf("decoded %q, want %q", dec, in)
+	}
+}
+
+func TestPGBenchScriptRefusesBadInput(t *testing.T) {
+	for name, mutate := range map[string]func(*PGBenchScript){
+		"short hash":   func(s *PGBenchScript) { s.PayloadHash = []byte{1} },
+		"no payload":   func(s *PGBenchScript) { s.OutboxPayload = nil },
+		"quoted group": func(s *PGBenchScript) { s.ConsumerGroup = "a'b" },
+		"colon topic":  func(s *PGBenchScript) { s.Topic = "a:b" },
+		"zero sku":     func(s *PGBenchScript) { s.SKUID = 0 },
+		"no timeout":   func(s *PGBenchScript) { s.PaymentTimeoutSeconds = 0 },
+	} {
+		s := testScript()
+		mutate(&s)
+		if _, err := s.Text(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+const pgbench15Output = `pgbench (15.18 (Debian 15.18-0+deb12u1))
+transaction type: order.sql
+scaling factor: 1
+query mode: prepared
+number of clients: 8
+number of threads: 2
+maximum number of tries: 1
+duration: 5 s
+number of transactions actually processed: 3896
+number of failed transactions: 0 (0.000%)
+latency average = 10.098 ms
+initial connection time = 101.933 ms
+tps = 792.271046 (without initial connection time)
+`
+
+func TestParsePGBench(t *testing.T) {
+	r, err := ParsePGBench(strings.ReplaceAll(pgbench15Output, "\n", "\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := PGBenchResult{TPS: 792.271046, Processed: 3896, Failed: 0, LatencyAvgMS: 10.098}
+	if r != want {
+		t.Fatalf("got %+v, want %+v", r, want)
+	}
+	if _, err := ParsePGBench("pgbench: error: connection refused\n"); err == nil {
+		t.Fatal("no error without a tps line")
+	}
+	if _, err := ParsePGBench("tps = 10.0 (without initial connection time)\n"); err == nil {
+		t.Fatal("no error without the processed line")
+	}
+}
+
+func TestParsePGBenchLog(t *testing.T) {
+	log := "0 1 17368 0 1796020108 766714\n2 1 23024 0 1796020108 773009\n\n3 7 failed 0 1796020108 781917\n"
+	got, err := ParsePGBenchLog(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Duration{17368 * time.Microsecond, 23024 * time.Microsecond}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if _, err := ParsePGBenchLog(strings.NewReader("0 1 2\n")); err == nil {
+		t.Fatal("no error for a short line")
+	}
+}
+
+func TestPGBenchArgv(t *testing.T) {
+	a := PGBenchArgs{Path: "pgbench", Host: "127.0.0.1", Port: 55432, User: "seckill", Database: "seckill_bench_x",
+		Clients: 8, Threads: 2, Duration: 19500 * time.Millisecond, Script: "order.sql", LogPrefix: "/tmp/x/log"}
+	got := strings.Join(a.Argv(), " ")
+	want := "pgbench -n -M prepared -c 8 -j 2 -T 20 -f order.sql -h 127.0.0.1 -p 55432 -U seckill -l --log-prefix=/tmp/x/log seckill_bench_x"
+	if got != want {
+		t.Fatalf("argv\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestCPUWindowCost(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	a := CPUWindow{at: t0, busy: 1000, total: 2000, procs: ProcTicks{
+		1: {Name: "postgres", Ticks: 100}, 2: {Name: "seckill", Ticks: 50}, 3: {Name: "cc1", Ticks: 10}}}
+	// 10 s on 2 CPUs: 2000 jiffies pass, 1500 busy = 75% = 15 core-seconds.
+	b := CPUWindow{at: t0.Add(10 * time.Second), busy: 2500, total: 4000, procs: ProcTicks{
+		1: {Name: "postgres", Ticks: 900}, 2: {Name: "seckill", Ticks: 350}, 3: {Name: "cc1", Ticks: 210}}}
+	c := a.cost(b, 1000, 2, 2, "bench", []ProcCPU{{Name: "pgbench", Seconds: 1}}, map[string]bool{"postgres": true, "pgbench": true})
+	if c.MachineBusyPct != 75 {
+		t.Errorf("busy %.1f%%, want 75%%", c.MachineBusyPct)
+	}
+	if c.MachineUS != 15000 {
+		t.Errorf("machine %.0f µs/op, want 15000", c.MachineUS)
+	}
+	// on path: postgres 8 s + bench 3 s + pgbench 1 s = 12 of 15 core-seconds; 3/20 = 15%.
+	if c.OffPathPct < 14.99 || c.OffPathPct > 15.01 {
+		t.Errorf("off-path %.2f%%, want 15%%", c.OffPathPct)
+	}
+	names := []string{}
+	for _, p := range c.TopProcesses {
+		names = append(names, p.Name)
+	}
+	if !slices.Equal(names, []string{"postgres", "bench", "cc1", "pgbench"}) || c.TopProcesses[0].US != 8000 {
+		t.Errorf("top processes %+v", c.TopProcesses)
+	}
+}
+
+func TestMilestones(t *testing.T) {
+	at := []float64{1, 2, 3, 4, 5, 6}
+	done := []int64{0, 100, 500, 900, 990, 1000}
+	m, steady := Milestones(at, done, 1000)
+	want := map[string]float64{"10%": 2, "50%": 3, "90%": 4, "100%": 6}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s at %.0f, want %.0f", k, m[k], v)
+		}
+	}
+	if steady != 400 {
+		t.Errorf("steady %.1f/s, want 400", steady)
+	}
+	if _, s := Milestones([]float64{1}, []int64{5}, 1000); s != 0 {
+		t.Errorf("steady %.1f without milestones", s)
+	}
+}
+
+func TestOrderReportText(t *testing.T) {
+	r := &OrderReport{Command: "seckill bench order", CPUs: 2, GOMAXPROCS: 2,
+		PGBench:     &OrderLeg{Name: "(a) pgbench", Ops: 100, Concurrency: 8, ElapsedS: 1, PerS: 100, LatencyMeasured: true, P50MS: 1, P99MS: 2, MeanMS: 1.2},
+		CreateOrder: &OrderLeg{Name: "(b) CreateOrder", Ops: 70, Concurrency: 8, ElapsedS: 1, PerS: 70, LatencyMeasured: true},
+		Sagas:       &SagaLeg{Sagas: 1000, Starters: 16, StartS: 2, StartsPS: 500, DrainS: 20, SagasPS: 50, SteadyPS: 55},
+		Ratios:      []Ratio{NewRatio("b/a", 70, 100, ">=", 0.8)},
+	}
+	var b bytes.Buffer
+	r.WriteText(&b)
+	out := b.String()
+	for _, want := range []string{"(a) pgbench", "(b) CreateOrder", "(c) sagas: drain", "NO (88% of the target)",
+		"drain time 20.0 s", "sagas/s end to end from a backlog of 1000 reservations: 50.0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
