@@ -8,16 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
-	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/invariants"
 	"github.com/seckill/seckill/internal/rebuild"
 	"github.com/seckill/seckill/internal/redisx"
-	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
@@ -54,24 +51,8 @@ func TestFlushMidSaleThenRebuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, _ := cfg.IDKeys()
-	d, _ := ids.NewDeriver(keys, cfg.IDKeyVersion)
-	reserve := func(user int64) (events.OrderCreateRequested, bool) {
-		req := uuid.New()
-		id, _ := d.ForRequest(0, k.ActivityID, k.SKUID, user, req)
-		now := time.Now().UnixMilli()
-		res, err := lua.Reserve.Run(ctx, rdb, []string{k.Counter(), k.Meta(), k.Reservation(id.ReservationID.String()),
-			k.Request(user, req.String()), k.User(user), k.SendDue()},
-			id.ReservationID.String(), id.MessageID.String(), req.String(), user, k.ActivityID, k.SKUID, now, 1, 1, 3600000, now+3000).Slice()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res[0].(int64) != 1 {
-			return events.OrderCreateRequested{}, false
-		}
-		return reservation.Fields{ReservationID: id.ReservationID, MessageID: id.MessageID, RequestID: req, ActivityID: k.ActivityID,
-			SKUID: k.SKUID, UserID: user, SchemaVersion: 1, KeyVersion: 1, ReservedAtMS: now, DeadlineMS: res[2].(int64)}.Message(), true
-	}
+	d := testenv.Deriver(t, cfg)
+	reserve := func(user int64) (events.OrderCreateRequested, bool) { return testenv.Reserve(t, rdb, d, k, user) }
 	process := func(m events.OrderCreateRequested) {
 		res, err := acts.CreateOrder(ctx, m)
 		if err != nil {

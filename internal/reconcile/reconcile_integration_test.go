@@ -18,7 +18,6 @@ import (
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/reconcile"
-	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
@@ -74,17 +73,7 @@ func newRig(t *testing.T) *rig {
 
 func (r *rig) reserve(t *testing.T, user int64) events.OrderCreateRequested {
 	t.Helper()
-	req := uuid.New()
-	id, _ := r.ids.ForRequest(0, r.k.ActivityID, r.k.SKUID, user, req)
-	now := time.Now().UnixMilli()
-	res, err := lua.Reserve.Run(context.Background(), r.rdb, []string{r.k.Counter(), r.k.Meta(), r.k.Reservation(id.ReservationID.String()),
-		r.k.Request(user, req.String()), r.k.User(user), r.k.SendDue()},
-		id.ReservationID.String(), id.MessageID.String(), req.String(), user, r.k.ActivityID, r.k.SKUID, now, 1, 1, 3600000, now+3000).Slice()
-	if err != nil || res[0].(int64) != 1 {
-		t.Fatalf("reserve: %v %v", res, err)
-	}
-	return reservation.Fields{ReservationID: id.ReservationID, MessageID: id.MessageID, RequestID: req, ActivityID: r.k.ActivityID,
-		SKUID: r.k.SKUID, UserID: user, SchemaVersion: 1, KeyVersion: 1, ReservedAtMS: now, DeadlineMS: res[2].(int64)}.Message()
+	return testenv.MustReserve(t, r.rdb, r.ids, r.k, user)
 }
 
 func (r *rig) exec(t *testing.T, sql string, args ...any) {

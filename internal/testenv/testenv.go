@@ -16,13 +16,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/pg"
 	"github.com/seckill/seckill/internal/redisx"
+	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/migrations"
 )
 
@@ -125,3 +130,53 @@ func RandomUint64() uint64 {
 // ActivityID returns a random positive activity id so tests sharing one Redis
 // never touch each other's keys.
 func ActivityID() int64 { return int64(RandomUint64()>>20) + 1 }
+
+// Deriver builds the stable-ID deriver of cfg.
+func Deriver(t testing.TB, cfg config.Config) *ids.Deriver {
+	t.Helper()
+	keys, err := cfg.IDKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ids.NewDeriver(keys, cfg.IDKeyVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Reserve admits user for k in Redis with lua/reserve.lua, as the gateway
+// does, and returns the ORDER_CREATE_REQUESTED the gateway would send; ok is
+// false when the script refused (sold out, already reserved, ...).
+func Reserve(t testing.TB, rdb redis.Scripter, d *ids.Deriver, k lua.Keys, user int64) (m events.OrderCreateRequested, ok bool) {
+	t.Helper()
+	req := uuid.New()
+	id, err := d.ForRequest(0, k.ActivityID, k.SKUID, user, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	res, err := lua.Reserve.Run(context.Background(), rdb, []string{k.Counter(), k.Meta(), k.Reservation(id.ReservationID.String()),
+		k.Request(user, req.String()), k.User(user), k.SendDue()},
+		id.ReservationID.String(), id.MessageID.String(), req.String(), user, k.ActivityID, k.SKUID, now, id.KeyVersion,
+		ids.SchemaVersion, time.Hour.Milliseconds(), now+3000).Slice()
+	if err != nil {
+		t.Fatalf("reserve user %d: %v", user, err)
+	}
+	if res[0].(int64) != 1 {
+		return m, false
+	}
+	return reservation.Fields{ReservationID: id.ReservationID, MessageID: id.MessageID, RequestID: req, ActivityID: k.ActivityID,
+		SKUID: k.SKUID, UserID: user, SchemaVersion: ids.SchemaVersion, KeyVersion: id.KeyVersion, ReservedAtMS: now,
+		DeadlineMS: res[2].(int64)}.Message(), true
+}
+
+// MustReserve is Reserve that fails the test when the script refuses.
+func MustReserve(t testing.TB, rdb redis.Scripter, d *ids.Deriver, k lua.Keys, user int64) events.OrderCreateRequested {
+	t.Helper()
+	m, ok := Reserve(t, rdb, d, k, user)
+	if !ok {
+		t.Fatalf("user %d not admitted", user)
+	}
+	return m
+}
