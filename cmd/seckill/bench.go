@@ -41,6 +41,7 @@ import (
 func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Measure the hot path on this machine (docs/benchmarks.md)"}
 	cmd.AddCommand(newBenchReserveCmd())
+	cmd.AddCommand(newBenchOrderCmd())
 	return cmd
 }
 

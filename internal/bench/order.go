@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -39,6 +40,11 @@ type PGBenchScript struct {
 	OutboxPayload []byte
 	// PaymentTimeoutSeconds sets orders.expires_at, as the sale does.
 	PaymentTimeoutSeconds int
+	// StockLast makes ReplayText a what-if: the same statements with the
+	// conditional stock UPDATE moved last, after a SAVEPOINT (to roll back to
+	// when it finds no stock), so the hot row's lock is held only for the
+	// UPDATE and the COMMIT.
+	StockLast bool
 }
 
 // MaxPGBenchUser bounds the random user ids of the script: with about 10^5
@@ -47,7 +53,7 @@ type PGBenchScript struct {
 const MaxPGBenchUser = 9_000_000_000_000_000_000
 
 // Text returns the script. pgbench turns every ":name" into a variable, even
-// inside string literals, so the JSON payload is written as an E'' literal
+// inside string literals, so the JSON payload is written as an E'...' literal
 // with its colons escaped (\x3a): PostgreSQL's lexer reads it once, when the
 // statement is prepared.
 func (s PGBenchScript) Text() (string, error) {
@@ -86,7 +92,62 @@ func (s PGBenchScript) Text() (string, error) {
 	return b.String(), nil
 }
 
-// pgEscapedLiteral writes s as an E'' string literal in which no colon,
+// ReplayText returns a pgbench script that replays the statements of
+// CreateOrder's order transaction (activities/order.go, the "order created"
+// path) in its order, with the same parameters: inbox INSERT, reservation
+// upsert, reservation SELECT FOR UPDATE, sale read, conditional stock
+// UPDATE, order INSERT, ledger INSERT, reservation UPDATE, outbox INSERT,
+// inbox UPDATE. It tells the transaction's shape apart from the Go client's
+// cost. The ids of one transaction derive from one random number
+// (md5(:r || suffix)::uuid), so no extra round trip is needed.
+func (s PGBenchScript) ReplayText() (string, error) {
+	if _, err := s.Text(); err != nil { // same validation
+		return "", err
+	}
+	id := func(suffix string) string { return "md5(:r::text || '" + suffix + "')::uuid" }
+	rid, mid, qid, oid := id("r"), id("m"), id("q"), id("o")
+	a, k := s.ActivityID, s.SKUID
+	var b strings.Builder
+	fmt.Fprintf(&b, "-- seckill bench order: CreateOrder's statements replayed by pgbench (activity %d, SKU %d, stock update last %v)\n", a, k, s.StockLast)
+	fmt.Fprintf(&b, "\\set uid random(1, %d)\n", int64(MaxPGBenchUser))
+	fmt.Fprintf(&b, "\\set r random(1, %d)\n", int64(MaxPGBenchUser))
+	b.WriteString("BEGIN ISOLATION LEVEL READ COMMITTED;\n")
+	fmt.Fprintf(&b, "INSERT INTO consumer_inbox (consumer_group, message_id, topic, event_type, reservation_id, request_id, payload_hash, result_code) "+
+		"VALUES ('%s', %s, '%s', 'ORDER_CREATE_REQUESTED', %s, %s, '\\x%s'::bytea, 'PROCESSING') "+
+		"ON CONFLICT (consumer_group, message_id) DO NOTHING;\n", s.ConsumerGroup, mid, s.Topic, rid, qid, hex.EncodeToString(s.PayloadHash))
+	fmt.Fprintf(&b, "INSERT INTO inventory_reservation (reservation_id, request_id, activity_id, sku_id, user_id, message_id, status, reserved_at, business_deadline) "+
+		"VALUES (%s, %s, %d, %d, :uid, %s, 'RESERVED', clock_timestamp(), clock_timestamp() + interval '1 hour') "+
+		"ON CONFLICT (reservation_id) DO NOTHING;\n", rid, qid, a, k, mid)
+	fmt.Fprintf(&b, "SELECT status, order_id FROM inventory_reservation WHERE reservation_id = %s FOR UPDATE;\n", rid)
+	fmt.Fprintf(&b, "SELECT clock_timestamp(), clock_timestamp() + make_interval(secs => a.payment_timeout_seconds), i.price_cents "+
+		"FROM sale_activity a JOIN sku_inventory i ON i.activity_id = a.activity_id WHERE a.activity_id = %d AND i.sku_id = %d;\n", a, k)
+	stock := fmt.Sprintf("UPDATE sku_inventory SET available_stock = available_stock - 1, occupied_stock = occupied_stock + 1, "+
+		"version = version + 1, updated_at = clock_timestamp() WHERE activity_id = %d AND sku_id = %d AND available_stock > 0;\n", a, k)
+	if s.StockLast {
+		b.WriteString("SAVEPOINT before_order;\n")
+	} else {
+		b.WriteString(stock)
+	}
+	fmt.Fprintf(&b, "INSERT INTO orders (order_id, activity_id, sku_id, user_id, request_id, reservation_id, amount_cents, status, expires_at) "+
+		"VALUES (%s, %d, %d, :uid, %s, %s, %d, 'CREATED', clock_timestamp() + make_interval(secs => %d)) ON CONFLICT DO NOTHING;\n",
+		oid, a, k, qid, rid, s.PriceCents, s.PaymentTimeoutSeconds)
+	fmt.Fprintf(&b, "INSERT INTO inventory_ledger (idempotency_key, activity_id, sku_id, reservation_id, order_id, change_type, delta_available, delta_occupied) "+
+		"VALUES ('OCCUPY:' || %s::text, %d, %d, %s, %s, 'OCCUPY', -1, 1);\n", rid, a, k, rid, oid)
+	fmt.Fprintf(&b, "UPDATE inventory_reservation SET status = 'ORDER_CREATED', order_id = %s, version = version + 1, updated_at = clock_timestamp() "+
+		"WHERE reservation_id = %s AND status = 'RESERVED';\n", oid, rid)
+	fmt.Fprintf(&b, "INSERT INTO event_outbox (event_id, aggregate_type, aggregate_id, event_type, schema_version, message_key, payload) "+
+		"VALUES (gen_random_uuid(), 'ORDER', %s, 'ORDER_CREATED', 1, %s::text, %s::jsonb) ON CONFLICT (event_id) DO NOTHING;\n",
+		oid, rid, pgEscapedLiteral(string(s.OutboxPayload)))
+	fmt.Fprintf(&b, "UPDATE consumer_inbox SET result_code = 'ORDER_CREATED', order_id = %s, processed_at = clock_timestamp() "+
+		"WHERE consumer_group = '%s' AND message_id = %s;\n", oid, s.ConsumerGroup, mid)
+	if s.StockLast {
+		b.WriteString(stock)
+	}
+	b.WriteString("END;\n")
+	return b.String(), nil
+}
+
+// pgEscapedLiteral writes s as an E'...' string literal in which no colon,
 // quote or backslash appears literally.
 func pgEscapedLiteral(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`, `:`, `\x3a`, "\n", `\n`)
@@ -195,13 +256,60 @@ type CPUWindow struct {
 	at          time.Time
 	busy, total uint64
 	procs       ProcTicks
+	// children is the CPU of each process's waited-for children (cutime +
+	// cstime): PostgreSQL backends that connect and exit within a leg
+	// (pgbench's) are seen through the postmaster's.
+	children ProcTicks
 }
 
 // StartCPUWindow takes the first snapshot.
 func StartCPUWindow() CPUWindow {
-	w := CPUWindow{at: time.Now(), procs: ReadProcTicks()}
+	w := CPUWindow{at: time.Now(), procs: ReadProcTicks(), children: readChildTicks()}
 	w.busy, w.total, _ = ReadMachineCPU()
 	return w
+}
+
+// readChildTicks reads cutime + cstime of every process.
+func readChildTicks() ProcTicks {
+	out := ProcTicks{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue
+		}
+		comm, ticks, err := ParseProcPIDChildStat(string(raw))
+		if err != nil || ticks == 0 {
+			continue
+		}
+		out[pid] = ProcEntry{Name: comm, Ticks: ticks}
+	}
+	return out
+}
+
+// ParseProcPIDChildStat returns the command name and cutime+cstime (the CPU
+// of waited-for children) of a /proc/<pid>/stat line.
+func ParseProcPIDChildStat(s string) (comm string, ticks uint64, err error) {
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", 0, fmt.Errorf("not a /proc/<pid>/stat line: %q", s)
+	}
+	comm = s[open+1 : end]
+	f := strings.Fields(s[end+1:])
+	// after the name: state(0) ... utime(11) stime(12) cutime(13) cstime(14)
+	if len(f) < 15 {
+		return "", 0, fmt.Errorf("short /proc/<pid>/stat line: %q", s)
+	}
+	cu, err1 := strconv.ParseInt(f[13], 10, 64)
+	cs, err2 := strconv.ParseInt(f[14], 10, 64)
+	if err1 != nil || err2 != nil || cu < 0 || cs < 0 {
+		return "", 0, fmt.Errorf("bad cutime/cstime in %q", s)
+	}
+	return comm, uint64(cu + cs), nil
 }
 
 // LegCPU is where the machine's CPU went during one leg, per operation.
@@ -222,20 +330,40 @@ type LegCPU struct {
 // and exited within the window (their CPU from rusage); participants are
 // the process names on the leg's path.
 func (w CPUWindow) Stop(ops int64, ncpu int, self string, children []ProcCPU, participants map[string]bool) LegCPU {
-	end := CPUWindow{at: time.Now(), procs: ReadProcTicks()}
+	end := CPUWindow{at: time.Now(), procs: ReadProcTicks(), children: readChildTicks()}
 	end.busy, end.total, _ = ReadMachineCPU()
 	return w.cost(end, ops, ncpu, os.Getpid(), self, children, participants)
 }
 
-func (w CPUWindow) cost(end CPUWindow, ops int64, ncpu, pid int, self string, children []ProcCPU, participants map[string]bool) LegCPU {
+func (w CPUWindow) cost(end CPUWindow, ops int64, ncpu, selfPID int, self string, children []ProcCPU, participants map[string]bool) LegCPU {
 	rename := func(p ProcTicks) ProcTicks {
-		if e, ok := p[pid]; ok && self != "" {
+		if e, ok := p[selfPID]; ok && self != "" {
 			e.Name = self
-			p[pid] = e
+			p[selfPID] = e
 		}
 		return p
 	}
 	d := append(ProcDelta(rename(w.procs), rename(end.procs)), children...)
+	// Children that exited within the window count under their parent's
+	// name (the postmaster's are PostgreSQL backends). This process's are
+	// left out: the caller passes them in children.
+	by := map[string]float64{}
+	for _, p := range d {
+		by[p.Name] += p.Seconds
+	}
+	for pid, e := range end.children {
+		prev, ok := w.children[pid]
+		if pid == selfPID || !ok || prev.Ticks > e.Ticks {
+			continue // this process, or a parent that started within the window
+		}
+		if dt := e.Ticks - prev.Ticks; dt > 0 {
+			by[e.Name] += float64(dt) / ClockTicks
+		}
+	}
+	d = d[:0]
+	for n, sec := range by {
+		d = append(d, ProcCPU{Name: n, Seconds: sec})
+	}
 	sortProcs(d)
 	wall := end.at.Sub(w.at).Seconds()
 	var c LegCPU
@@ -282,6 +410,8 @@ type OrderLeg struct {
 	LatencyMeasured bool   `json:"latency_measured"`
 	Outcome         string `json:"outcome"`
 	CPU             LegCPU `json:"cpu"`
+	// Waits is what the leg's PostgreSQL backends were doing, sampled.
+	Waits []WaitShare `json:"pg_waits,omitempty"`
 }
 
 // SagaLeg is leg (c): sagas end to end from a backlog of reservations.
@@ -345,6 +475,8 @@ type OrderReport struct {
 	DurationS      float64    `json:"duration_s"`
 	BusyBeforePct  float64    `json:"busy_before_pct"`
 	PGBench        *OrderLeg  `json:"pgbench,omitempty"`
+	Replay         *OrderLeg  `json:"pgbench_replay,omitempty"`
+	WhatIf         *OrderLeg  `json:"pgbench_what_if,omitempty"`
 	CreateOrder    *OrderLeg  `json:"create_order,omitempty"`
 	Broker         *BrokerLeg `json:"broker,omitempty"`
 	Sagas          *SagaLeg   `json:"sagas,omitempty"`
@@ -373,7 +505,7 @@ func (r *OrderReport) WriteText(w io.Writer) {
 		meanKnown bool
 	}
 	var rows []row
-	for _, l := range []*OrderLeg{r.PGBench, r.CreateOrder} {
+	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
 		if l != nil {
 			rows = append(rows, row{l.Name, l.Ops, l.Concurrency, l.ElapsedS, l.PerS, l.LatencyMeasured, l.P50MS, l.P99MS, l.MeanMS, l.MeanMS > 0})
 		}
@@ -400,7 +532,7 @@ func (r *OrderReport) WriteText(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	for _, l := range []*OrderLeg{r.PGBench, r.CreateOrder} {
+	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
 		if l != nil {
 			fmt.Fprintf(w, "  %s: %s\n", l.Name, l.Outcome)
 		}
@@ -420,7 +552,7 @@ func (r *OrderReport) WriteText(w io.Writer) {
 		c    LegCPU
 	}
 	var cpus []cpuRow
-	for _, l := range []*OrderLeg{r.PGBench, r.CreateOrder} {
+	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
 		if l != nil {
 			cpus = append(cpus, cpuRow{l.Name, l.CPU})
 		}
@@ -443,6 +575,16 @@ func (r *OrderReport) WriteText(w io.Writer) {
 			parts = append(parts, fmt.Sprintf("%s %.0f", p.Name, p.US))
 		}
 		fmt.Fprintf(w, "  %s: top processes (µs/op): %s\n", x.name, strings.Join(parts, ", "))
+	}
+	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
+		if l == nil || len(l.Waits) == 0 {
+			continue
+		}
+		parts := make([]string, 0, len(l.Waits))
+		for _, x := range l.Waits {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", x.State, x.Pct))
+		}
+		fmt.Fprintf(w, "  %s: PostgreSQL backends sampled: %s\n", l.Name, strings.Join(parts, ", "))
 	}
 	fmt.Fprintln(w)
 
@@ -473,6 +615,50 @@ func (r *OrderReport) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  %s\n", f)
 		}
 	}
+}
+
+// WaitShare is the share of sampled backend states in one category.
+type WaitShare struct {
+	State string  `json:"state"`
+	Pct   float64 `json:"pct"`
+}
+
+// WaitState names what one PostgreSQL client backend was doing, from
+// pg_stat_activity's state, wait_event_type and wait_event.
+func WaitState(state, waitType, waitEvent string) string {
+	switch {
+	case state == "idle":
+		return "idle (between transactions)"
+	case state == "idle in transaction":
+		return "in transaction, waiting for the client"
+	case state != "active":
+		return state
+	case waitType == "":
+		return "running (CPU)"
+	case waitType == "Lock":
+		return "Lock:" + waitEvent + " (row lock of another transaction)"
+	}
+	return waitType + ":" + waitEvent
+}
+
+// WaitShares turns counts of sampled states into shares, largest first.
+func WaitShares(counts map[string]int) []WaitShare {
+	var total int
+	for _, n := range counts {
+		total += n
+	}
+	out := make([]WaitShare, 0, len(counts))
+	for st, n := range counts {
+		if n > 0 {
+			out = append(out, WaitShare{State: st, Pct: 100 * float64(n) / float64(total)})
+		}
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && (out[j].Pct > out[j-1].Pct || out[j].Pct == out[j-1].Pct && out[j].State < out[j-1].State); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
 }
 
 // Milestones returns, for progress samples (seconds since the start, done

@@ -203,3 +203,116 @@ func TestOrderReportText(t *testing.T) {
 		}
 	}
 }
+
+func TestWaitStatesAndShares(t *testing.T) {
+	counts := map[string]int{}
+	for _, x := range [][3]string{
+		{"active", "Lock", "transactionid"}, {"active", "Lock", "transactionid"}, {"active", "", ""},
+		{"idle in transaction", "Client", "ClientRead"}, {"active", "IO", "WALSync"}, {"idle", "Client", "ClientRead"},
+		{"active", "Lock", "transactionid"}, {"active", "Lock", "transactionid"},
+	} {
+		counts[WaitState(x[0], x[1], x[2])]++
+	}
+	got := WaitShares(counts)
+	if len(got) != 5 || got[0].State != "Lock:transactionid (row lock of another transaction)" || got[0].Pct != 50 {
+		t.Fatalf("shares %+v", got)
+	}
+	for _, want := range []string{"running (CPU)", "IO:WALSync", "in transaction, waiting for the client", "idle (between transactions)"} {
+		found := false
+		for _, x := range got {
+			found = found || x.State == want && x.Pct == 12.5
+		}
+		if !found {
+			t.Errorf("no %q at 12.5%% in %+v", want, got)
+		}
+	}
+}
+
+func TestReplayScriptMirrorsCreateOrder(t *testing.T) {
+	text, err := testScript().ReplayText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]int{}
+	for _, v := range regexp.MustCompile(`(^|[^:]):([A-Za-z0-9_]+)`).FindAllStringSubmatch(text, -1) {
+		vars[v[2]]++
+	}
+	if len(vars) != 2 || vars["uid"] == 0 || vars["r"] == 0 {
+		t.Errorf("variables %v, want only :uid and :r", vars)
+	}
+	var stmts []string
+	for _, l := range strings.Split(text, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && (f[0] == "INSERT" || f[0] == "UPDATE" || f[0] == "SELECT") {
+			stmts = append(stmts, f[0]+" "+f[2])
+		}
+	}
+	want := []string{"INSERT consumer_inbox", "INSERT inventory_reservation", "SELECT order_id", "SELECT clock_timestamp()",
+		"UPDATE SET", "INSERT orders", "INSERT inventory_ledger", "UPDATE SET", "INSERT event_outbox", "UPDATE SET"}
+	if !slices.Equal(stmts, want) {
+		t.Errorf("statements\n got %q\nwant %q", stmts, want)
+	}
+	for _, w := range []string{"BEGIN ISOLATION LEVEL READ COMMITTED;\n", "FOR UPDATE;", "'OCCUPY:' || md5(:r::text || 'r')::uuid::text",
+		"WHERE reservation_id = md5(:r::text || 'r')::uuid AND status = 'RESERVED'", "END;\n"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("replay lacks %q", w)
+		}
+	}
+}
+
+func TestParseProcPIDChildStat(t *testing.T) {
+	line := "31582 (postgres) S 1 31582 31582 0 -1 4194560 9000 800000 0 0 120 80 4500 1500 20 0 1 0 100 660000000 14000"
+	comm, ticks, err := ParseProcPIDChildStat(line)
+	if err != nil || comm != "postgres" || ticks != 6000 {
+		t.Fatalf("got %q %d %v, want postgres 6000", comm, ticks, err)
+	}
+	if _, _, err := ParseProcPIDChildStat("1 (x) S 1 2"); err == nil {
+		t.Fatal("no error for a short line")
+	}
+}
+
+func TestCPUWindowCountsExitedChildren(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	a := CPUWindow{at: t0, busy: 0, total: 1000, procs: ProcTicks{1: {Name: "postgres", Ticks: 10}, 2: {Name: "seckill", Ticks: 0}},
+		children: ProcTicks{1: {Name: "postgres", Ticks: 100}, 2: {Name: "seckill", Ticks: 5}}}
+	b := CPUWindow{at: t0.Add(5 * time.Second), busy: 1000, total: 2000, procs: ProcTicks{1: {Name: "postgres", Ticks: 60}, 2: {Name: "seckill", Ticks: 100}},
+		children: ProcTicks{1: {Name: "postgres", Ticks: 400}, 2: {Name: "seckill", Ticks: 305}, 3: {Name: "new", Ticks: 50}}}
+	c := a.cost(b, 100, 2, 2, "bench", []ProcCPU{{Name: "pgbench", Seconds: 3}}, nil)
+	got := map[string]float64{}
+	for _, p := range c.TopProcesses {
+		got[p.Name] = p.US
+	}
+	// postgres: 0.5 s itself + 3 s of exited backends = 3.5 s over 100 ops;
+	// this process's children (pgbench) come from the caller, not cutime.
+	want := map[string]float64{"postgres": 35000, "pgbench": 30000, "bench": 10000}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %.0f µs/op, want %.0f (all %v)", k, got[k], v, got)
+		}
+	}
+	if _, ok := got["new"]; ok {
+		t.Errorf("a parent that appeared within the window was counted: %v", got)
+	}
+}
+
+func TestReplayStockLastMovesOnlyTheStockUpdate(t *testing.T) {
+	sc := testScript()
+	base, _ := sc.ReplayText()
+	sc.StockLast = true
+	whatIf, err := sc.ReplayText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := func(text string) []string {
+		var out []string
+		for _, l := range strings.Split(text, "\n") {
+			if l != "" && !strings.HasPrefix(l, "--") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	b, w := lines(base), lines(whatIf)
+	if len(w) != len(b)+1 || w[len(w)-2] != b[7] || !strings.HasPrefix(b[7], "UPDATE sku_inventory") || w[7] != "SAVEPOINT before_order;" {
+		t.Fatalf("what-if script:\n%s\nbase:\n%s", whatIf, base)
+	}
+}
