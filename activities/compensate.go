@@ -44,10 +44,11 @@ const compensationLease = 30 * time.Second
 // never adds stock: task MANUAL, reservation MANUAL_REVIEW.
 func (a *Activities) Compensate(ctx context.Context, in CompensateInput) (CompensateResult, error) {
 	owner := leaseOwner(ctx, in.ReservationID)
-	status, err := a.authorizeCompensation(ctx, in.ReservationID)
+	r, err := a.authorizeCompensation(ctx, in.ReservationID)
 	if err != nil {
 		return CompensateResult{}, err
 	}
+	status := r.status
 	switch status {
 	case "COMPENSATED", "MANUAL_REVIEW":
 		return CompensateResult{Status: status}, nil
@@ -68,8 +69,14 @@ func (a *Activities) Compensate(ctx context.Context, in CompensateInput) (Compen
 
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
 	rid := in.ReservationID.String()
-	reply, err := lua.Compensate.Run(ctx, a.rdb, []string{k.Reservation(rid), k.Counter(), k.CompensationMarker(rid)},
-		rid, CompensationKey(in.ReservationID), time.Now().UnixMilli(), a.TerminalTTL.Milliseconds()).Slice()
+	// Too late is not the user's doing: the user may try again.
+	freeGuard := "0"
+	if r.reason == ReasonDeadline {
+		freeGuard = "1"
+	}
+	reply, err := lua.Compensate.Run(ctx, a.rdb,
+		[]string{k.Reservation(rid), k.Counter(), k.CompensationMarker(rid), k.SendDue(), k.User(r.userID)},
+		rid, CompensationKey(in.ReservationID), time.Now().UnixMilli(), a.TerminalTTL.Milliseconds(), freeGuard).Slice()
 	if err != nil {
 		// Unknown whether Redis applied it: the retry runs the script again and
 		// the marker makes that harmless.
@@ -105,25 +112,41 @@ func leaseOwner(ctx context.Context, rid uuid.UUID) string {
 	return "direct/" + uuid.NewString()
 }
 
+// compensationSubject is what the compensation needs of the reservation row.
+type compensationSubject struct {
+	status string
+	userID int64
+	reason string
+}
+
 // authorizeCompensation moves ORDER_REJECTED → COMPENSATING (the durable
 // decision) and returns the reservation's status after it.
-func (a *Activities) authorizeCompensation(ctx context.Context, rid uuid.UUID) (string, error) {
-	var status string
+func (a *Activities) authorizeCompensation(ctx context.Context, rid uuid.UUID) (compensationSubject, error) {
+	var r compensationSubject
+	var reason *string
+	var moved bool
 	err := a.pool.QueryRow(ctx, `
-		UPDATE inventory_reservation SET status = 'COMPENSATING', version = version + 1, updated_at = clock_timestamp()
-		WHERE reservation_id = $1 AND status = 'ORDER_REJECTED'
-		RETURNING status`, rid).Scan(&status)
+		WITH moved AS (
+			UPDATE inventory_reservation SET status = 'COMPENSATING', version = version + 1, updated_at = clock_timestamp()
+			WHERE reservation_id = $1 AND status = 'ORDER_REJECTED'
+			RETURNING status, user_id, reason_code)
+		SELECT status, user_id, reason_code, true FROM moved
+		UNION ALL
+		SELECT status, user_id, reason_code, false FROM inventory_reservation
+		WHERE reservation_id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`, rid).Scan(&r.status, &r.userID, &reason, &moved)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if err := a.pool.QueryRow(ctx, `SELECT status FROM inventory_reservation WHERE reservation_id = $1`, rid).Scan(&status); err != nil {
-			return "", fmt.Errorf("read reservation %s: %w", rid, err)
-		}
-		return status, nil
+		return r, fmt.Errorf("reservation %s: not in PostgreSQL: nothing to compensate", rid)
 	}
 	if err != nil {
-		return "", fmt.Errorf("authorize compensation of %s: %w", rid, err)
+		return r, fmt.Errorf("authorize compensation of %s: %w", rid, err)
 	}
-	a.log.Info("compensation.authorized", "reservation_id", rid)
-	return status, nil
+	if reason != nil {
+		r.reason = *reason
+	}
+	if moved {
+		a.log.Info("compensation.authorized", "reservation_id", rid)
+	}
+	return r, nil
 }
 
 // claimTask takes the task's lease; an APPLIED task needs only the PG finish.

@@ -378,16 +378,39 @@ type RejectInput struct {
 	ReservationID uuid.UUID
 	// Grace is how long past business_deadline the reservation must be.
 	Grace time.Duration
+	// Unseen, when set, is the reservation as Redis holds it, for one that
+	// PostgreSQL may never have seen (its message never reached CreateOrder):
+	// its row is recorded from it first, so that the rejection is durable and
+	// a message arriving later finds it.
+	Unseen *events.OrderCreateRequested
 }
 
 // RejectOverdue durably rejects a reservation that is still RESERVED in
-// PostgreSQL past its business deadline (seed §11.2): ORDER_REJECTED with
-// BUSINESS_DEADLINE_EXCEEDED, its compensation task and outbox event, in one
-// transaction, by CAS. A message arriving later finds the rejection and
-// creates no order. It returns the reservation's status afterwards.
+// PostgreSQL (or not there at all, see RejectInput.Unseen) past its business
+// deadline (seed §11.2, §13.5): ORDER_REJECTED with BUSINESS_DEADLINE_EXCEEDED,
+// its compensation task and outbox event, in one transaction, by CAS. A
+// message arriving later finds the rejection and creates no order. It returns
+// the reservation's status afterwards.
 func (a *Activities) RejectOverdue(ctx context.Context, in RejectInput) (string, error) {
+	if in.Unseen != nil {
+		if err := in.Unseen.Validate(); err != nil {
+			return "", fmt.Errorf("reject %s: %w", in.ReservationID, err)
+		}
+		if in.Unseen.ReservationID != in.ReservationID {
+			return "", fmt.Errorf("reject %s: the Redis reservation is %s", in.ReservationID, in.Unseen.ReservationID)
+		}
+	}
 	var status string
 	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		if m := in.Unseen; m != nil {
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO inventory_reservation (reservation_id, request_id, activity_id, sku_id, user_id, message_id, status, reserved_at, business_deadline)
+				VALUES ($1, $2, $3, $4, $5, $6, 'RESERVED', $7, $8)
+				ON CONFLICT (reservation_id) DO NOTHING`,
+				m.ReservationID, m.RequestID, m.ActivityID, m.SKUID, m.UserID, m.MessageID, m.ReservedAt, m.BusinessDeadline); err != nil {
+				return fmt.Errorf("record unseen reservation %s: %w", m.ReservationID, err)
+			}
+		}
 		var m events.OrderCreateRequested
 		var overdue bool
 		err := tx.QueryRow(ctx, `
@@ -396,6 +419,9 @@ func (a *Activities) RejectOverdue(ctx context.Context, in RejectInput) (string,
 			Scan(&status, &m.ActivityID, &m.SKUID, &m.MessageID, &overdue)
 		if err != nil {
 			return fmt.Errorf("lock reservation %s: %w", in.ReservationID, err)
+		}
+		if status == "RESERVED" && !overdue && in.Unseen != nil {
+			return errNotOverdue // leave no row behind: CreateOrder records it when the message comes
 		}
 		if status != "RESERVED" || !overdue {
 			return nil
@@ -407,5 +433,10 @@ func (a *Activities) RejectOverdue(ctx context.Context, in RejectInput) (string,
 		status = "ORDER_REJECTED"
 		return nil
 	})
+	if errors.Is(err, errNotOverdue) {
+		return "RESERVED", nil
+	}
 	return status, err
 }
+
+var errNotOverdue = errors.New("reservation not past its deadline yet")

@@ -173,3 +173,39 @@ func (a *Activities) FinishRefund(ctx context.Context, r payments.Refund) error 
 	a.m.Refund.Inc()
 	return nil
 }
+
+// ProviderState is what the provider says of an order's payment.
+type ProviderState struct {
+	// Found is false when the provider holds no payment for the order.
+	Found   bool
+	Payment payments.ProviderPayment
+}
+
+// QueryProvider asks the provider about the order's payment without changing
+// anything there.
+func (a *Activities) QueryProvider(ctx context.Context, orderID uuid.UUID) (ProviderState, error) {
+	if _, err := a.payments(); err != nil {
+		return ProviderState{}, err
+	}
+	p, err := a.provider.FindByOrder(ctx, orderID)
+	if errors.Is(err, payments.ErrNoPayment) {
+		return ProviderState{}, nil
+	}
+	if err != nil {
+		return ProviderState{}, fmt.Errorf("query provider for %s: %w", orderID, err)
+	}
+	return ProviderState{Found: true, Payment: p}, nil
+}
+
+// ProviderName is the name a's provider's payments are recorded under ("":
+// no provider). A function, not a method: every method of Activities is an
+// activity.
+func ProviderName(a *Activities) string {
+	if a.provider == nil {
+		return ""
+	}
+	return a.provider.Name()
+}
+
+// PaymentStore is the payment store a uses (a function for the same reason).
+func PaymentStore(a *Activities) *payments.Store { return a.pay }

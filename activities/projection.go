@@ -29,7 +29,7 @@ type ProjectionResult struct {
 // holds the order; reconciliation rebuilds the projection.
 func (a *Activities) ProjectOrderCreated(ctx context.Context, in ProjectionInput) (ProjectionResult, error) {
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
-	reply, err := lua.OrderCreated.Run(ctx, a.rdb, []string{k.Reservation(in.ReservationID.String()), k.Counter()},
+	reply, err := lua.OrderCreated.Run(ctx, a.rdb, []string{k.Reservation(in.ReservationID.String()), k.Counter(), k.SendDue()},
 		in.ReservationID.String(), in.OrderID.String()).Slice()
 	if err != nil {
 		return ProjectionResult{}, fmt.Errorf("order_created.lua: %w", err)

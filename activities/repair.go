@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/seckill/seckill/internal/failpoint"
 )
 
 // Repair actions an operator may signal (docs/operations.md). Each runs only
@@ -83,7 +85,16 @@ func (r RepairRequest) validate() string {
 // repair_task (audit: before/after, operator, reason, time) and executes its
 // standard transition, all in one transaction. The same repair_id again
 // returns the recorded result and changes nothing.
+//
+// A repair_id that is empty or too long is refused without being recorded
+// (it cannot key the audit row); every other input is validated before the
+// database and a refusal is recorded with the offending value cut to fit.
 func (a *Activities) ApplyRepair(ctx context.Context, req RepairRequest) (RepairResult, error) {
+	if strings.TrimSpace(req.RepairID) == "" || len(req.RepairID) > 128 {
+		a.log.Warn("repair.refused_unrecorded", "reservation_id", req.ReservationID, "repair_id_length", len(req.RepairID))
+		return RepairResult{RepairID: req.RepairID, Action: clip(req.Action, 64),
+			Reason: "repair_id is required (1-128 characters) and must be new for each distinct repair: not recorded"}, nil
+	}
 	var out RepairResult
 	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		var err error
@@ -93,14 +104,17 @@ func (a *Activities) ApplyRepair(ctx context.Context, req RepairRequest) (Repair
 	if err != nil {
 		return RepairResult{}, err
 	}
+	if err := a.fp.Check(failpoint.AfterRepairCommit); err != nil {
+		return RepairResult{}, err // committed, but the answer is lost: the retry gets the recorded decision
+	}
 	a.log.Info("repair.recorded", "reservation_id", req.ReservationID, "repair_id", req.RepairID, "action", req.Action,
 		"operator", req.Operator, "accepted", out.Accepted, "reason", out.Reason)
 	return out, nil
 }
 
 func (a *Activities) applyRepair(ctx context.Context, tx pgx.Tx, req RepairRequest) (RepairResult, error) {
-	out := RepairResult{RepairID: req.RepairID, Action: req.Action}
-	if prior, ok, err := recordedRepair(ctx, tx, req.RepairID); err != nil || ok {
+	out := RepairResult{RepairID: req.RepairID, Action: clip(req.Action, 64)}
+	if prior, ok, err := recordedRepair(ctx, tx, req.RepairID, req.ReservationID); err != nil || ok {
 		return prior, err
 	}
 	var resStatus, taskStatus, orderStatus string
@@ -165,27 +179,35 @@ func (a *Activities) applyRepair(ctx context.Context, tx pgx.Tx, req RepairReque
 		INSERT INTO repair_task (repair_id, object_type, object_id, rule_name, target_state, status, operator, reason,
 		                         evidence, before_state, after_state, result)
 		VALUES ($1, 'RESERVATION', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		req.RepairID, req.ReservationID.String(), "MANUAL:"+req.Action, nonEmpty(repairTarget[req.Action], "UNKNOWN"), status,
-		nonEmpty(req.Operator, "unknown"), nonEmpty(req.Reason, "-"), evidence, before, after, nonEmpty(refuse, "ok")); err != nil {
+		req.RepairID, req.ReservationID.String(), "MANUAL:"+clip(req.Action, 57), nonEmpty(repairTarget[req.Action], "UNKNOWN"), status,
+		nonEmpty(clip(req.Operator, 128), "unknown"), nonEmpty(clip(req.Reason, 2000), "-"), evidence, before, after, nonEmpty(refuse, "ok")); err != nil {
 		return out, fmt.Errorf("record repair %s: %w", req.RepairID, err)
 	}
 	return out, nil
 }
 
-func recordedRepair(ctx context.Context, tx pgx.Tx, repairID string) (RepairResult, bool, error) {
+// recordedRepair returns the decision recorded for repairID, if any. A
+// repair_id recorded for another reservation is refused (ok, not a duplicate):
+// its decision was taken for something else.
+func recordedRepair(ctx context.Context, tx pgx.Tx, repairID string, rid uuid.UUID) (RepairResult, bool, error) {
 	var r RepairResult
-	var status, result string
+	var status, result, object string
 	var before, after []byte
-	err := tx.QueryRow(ctx, `SELECT rule_name, status, result, before_state, after_state FROM repair_task WHERE repair_id = $1`,
-		repairID).Scan(&r.Action, &status, &result, &before, &after)
+	err := tx.QueryRow(ctx, `SELECT rule_name, status, result, before_state, after_state, object_id FROM repair_task WHERE repair_id = $1`,
+		repairID).Scan(&r.Action, &status, &result, &before, &after, &object)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, false, nil
 	}
 	if err != nil {
 		return r, false, fmt.Errorf("read repair %s: %w", repairID, err)
 	}
-	r.RepairID, r.Accepted, r.Duplicate = repairID, status == "APPLIED", true
+	r.RepairID = repairID
 	r.Action = strings.TrimPrefix(r.Action, "MANUAL:")
+	if object != rid.String() {
+		r.Action, r.Reason = "", "repair_id already used for "+object+": choose a new repair_id (nothing changed)"
+		return r, true, nil
+	}
+	r.Accepted, r.Duplicate = status == "APPLIED", true
 	if !r.Accepted {
 		r.Reason = result
 	}
@@ -202,6 +224,14 @@ func stateText(reservation, task string) string {
 		return "reservation=" + reservation
 	}
 	return "reservation=" + reservation + " compensation_task=" + task
+}
+
+// clip cuts s to at most n bytes (a refused value recorded for audit must fit its column).
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }
 
 func nonEmpty(s, def string) string {

@@ -82,7 +82,7 @@ func newStack(t *testing.T) *stack {
 	reg := metrics.NewRegistry()
 	res, err := reservation.NewReserver(rdb, d, prod, reservation.Options{
 		Topic: cfg.TopicOrderCreate, SendTimeout: cfg.MQSendTimeout, SendDueDelay: cfg.SendDueDelay,
-		ReservationTTL: cfg.ReservationTTL, MaxAttempts: cfg.SendMaxAttempts, SoldOutMemo: cfg.SoldOutMemo,
+		ReservationTTL: cfg.ReservationTTL, SoldOutMemo: cfg.SoldOutMemo,
 	}, metrics.NewReservation(reg), &failpoint.Set{}, log)
 	if err != nil {
 		t.Fatal(err)
@@ -229,10 +229,19 @@ func (s *stack) state(a, sku int64) state {
 	ctx := context.Background()
 	k := lua.Keys{ActivityID: a, SKUID: sku}
 	// The gateway sends ORDER_CREATE_REQUESTED after answering: let it record
-	// the outcome (send_due empties) before taking the picture.
-	for deadline := time.Now().Add(10 * time.Second); s.rdb.ZCard(ctx, k.SendDue()).Val() > 0; {
+	// the outcome (every reservation in send_due PUBLISHED: it stays there,
+	// unsettled, until its order exists) before taking the picture.
+	unsent := func() (out []string) {
+		for _, rid := range s.rdb.ZRange(ctx, k.SendDue(), 0, -1).Val() {
+			if s.rdb.HGet(ctx, k.Reservation(rid), "mq_state").Val() != "PUBLISHED" {
+				out = append(out, rid)
+			}
+		}
+		return out
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(unsent()) > 0; {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("the gateway did not confirm its sends within 10s: %v", s.rdb.ZRange(ctx, k.SendDue(), 0, -1).Val())
+			s.t.Fatalf("the gateway did not confirm its sends within 10s: %v", unsent())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -156,7 +156,8 @@ func TestAlertRulesCoverSeedThresholds(t *testing.T) {
 		{"SeckillMessageQuarantined", "warning", "seckill_order_consume_total", []string{`result="quarantined"`, "seckill_message_quarantined_total", "> 0"}, ""},
 		{"SeckillMessageQuarantineGrowing", "critical", "seckill_order_consume_total", []string{`result="quarantined"`, "seckill_message_quarantined_total"}, "15m"},
 		// Beyond §12.3.
-		{"SeckillReservationSendGaveUp", "warning", "seckill_reservation_send_gave_up_total", []string{"> 0"}, ""},
+		{"SeckillReservationSendMissing", "warning", "seckill_reservation_send_missing_total", []string{"> 0"}, ""},
+		{"SeckillReservationUnsettledPastDeadline", "warning", "seckill_reservation_send_recheck_total", []string{"> 0"}, ""},
 		{"SeckillOutboxManual", "warning", "seckill_outbox_send_total", []string{`result="manual"`, "> 0"}, ""},
 		{"SeckillReconcilerNotRunning", "warning", "seckill_reconcile_run_duration_seconds_count", []string{"[15m]", "== 0"}, ""},
 		{"SeckillCompensationPendingOld", "warning", "seckill_compensation_oldest_age_seconds", nil, ""},

@@ -40,8 +40,14 @@ func logger() *slog.Logger {
 
 func run(t *testing.T, cfg config.Config, opts demo.Options) demo.Report {
 	t.Helper()
+	return runWith(t, cfg, logger(), opts)
+}
+
+// runWith is run with the processes' logger given.
+func runWith(t *testing.T, cfg config.Config, log *slog.Logger, opts demo.Options) demo.Report {
+	t.Helper()
 	opts.Progress = testWriter{t}
-	rep, err := demo.Run(context.Background(), cfg, logger(), opts)
+	rep, err := demo.Run(context.Background(), cfg, log, opts)
 	if err != nil {
 		t.Fatalf("sale: %v (report so far %+v)", err, rep)
 	}

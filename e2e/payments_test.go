@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"context"
+	"log/slog"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,8 +38,14 @@ func TestPaymentVersusCancelRace(t *testing.T) {
 	cfg := e2eConfig(t)
 	cfg.PaysimURL = startPaysim(t, cfg.PaysimSecretBytes(), cfg.PaysimMerchantKey)
 	const orders = 1000
-	rep := run(t, cfg, demo.Options{Stock: orders, Buyers: orders, Concurrency: 64, PaymentTimeout: 20 * time.Second,
+	warnings := newCountingHandler(logger().Handler(), "unhandled signals")
+	rep := runWith(t, cfg, slog.New(warnings), demo.Options{Stock: orders, Buyers: orders, Concurrency: 64, PaymentTimeout: 20 * time.Second,
 		Timeout: 5 * time.Minute})
+	// Duplicated, reordered callbacks and repairs after the end never leave a
+	// saga with signals it did not handle (the SDK warns of each).
+	if n := warnings.count.Load(); n != 0 {
+		t.Errorf("%d sagas completed with unhandled signals", n)
+	}
 	s := rep.Snapshot
 	if rep.Orders != orders {
 		t.Fatalf("orders %d, want %d", rep.Orders, orders)
@@ -57,4 +67,36 @@ func TestPaymentVersusCancelRace(t *testing.T) {
 		t.Fatalf("stock does not match the outcome: %+v", s)
 	}
 	t.Logf("plan %v → paid %d, cancelled %d, refunded %d", plan, s.Paid, s.Cancelled, s.Refunded)
+}
+
+// countingHandler counts the log records whose message contains match
+// (derived handlers share the count).
+type countingHandler struct {
+	slog.Handler
+	match string
+	count *atomic.Int64
+}
+
+func newCountingHandler(h slog.Handler, match string) *countingHandler {
+	return &countingHandler{Handler: h, match: match, count: &atomic.Int64{}}
+}
+
+func (h *countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.match) {
+		h.count.Add(1)
+	}
+	if h.Handler.Enabled(ctx, r.Level) {
+		return h.Handler.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *countingHandler) WithAttrs(a []slog.Attr) slog.Handler {
+	return &countingHandler{Handler: h.Handler.WithAttrs(a), match: h.match, count: h.count}
+}
+
+func (h *countingHandler) WithGroup(g string) slog.Handler {
+	return &countingHandler{Handler: h.Handler.WithGroup(g), match: h.match, count: h.count}
 }

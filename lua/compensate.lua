@@ -5,11 +5,16 @@
 -- KEYS[1] reservation hash     seckill:{a:s}:r:<reservation_id>
 -- KEYS[2] counter hash         seckill:{a:s}:counter (available, open_reserved, ...)
 -- KEYS[3] compensation marker  seckill:{a:s}:comp:<reservation_id>
+-- KEYS[4] send_due zset        seckill:{a:s}:send_due (settled: no more sends)
+-- KEYS[5] user guard           seckill:{a:s}:user:<user_id>
 -- ARGV[1] reservation_id  ARGV[2] compensation_id  ARGV[3] now_ms  ARGV[4] marker/terminal ttl_ms
+-- ARGV[5] "1": free the user's guard (held by this reservation) so the user
+--         may try again: the request was rejected for being too late, not
+--         for anything the user did (BUSINESS_DEADLINE_EXCEEDED)
 --
 -- Returns {code, text}:
 --   1 COMPENSATED          stock restored now
---   2 ALREADY_COMPENSATED  idempotent success, nothing changed
+--   2 ALREADY_COMPENSATED  idempotent success: stock unchanged (only settled, as with 1)
 --  -1 RESERVATION_MISSING  never add stock blindly: manual / activity-level reconciliation
 --  -2 RESERVATION_ID_MISMATCH
 --  -3 ORDER_ALREADY_EXISTS the reservation holds an order: refuse
@@ -21,15 +26,24 @@ end
 if redis.call('HGET', KEYS[1], 'reservation_id') ~= ARGV[1] then
     return {-2, 'RESERVATION_ID_MISMATCH'}
 end
+-- Settled (now or before): out of send_due, and the guard freed if asked.
+local function settle()
+    redis.call('ZREM', KEYS[4], ARGV[1])
+    if ARGV[5] == '1' and redis.call('GET', KEYS[5]) == ARGV[1] then
+        redis.call('DEL', KEYS[5])
+    end
+end
 local marker = redis.call('GET', KEYS[3])
 if marker then
     if marker == ARGV[2] then
+        settle()
         return {2, 'ALREADY_COMPENSATED'}
     end
     return {-5, 'COMPENSATION_ID_CONFLICT'}
 end
 local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'COMPENSATED' then
+    settle()
     return {2, 'ALREADY_COMPENSATED'}
 end
 if status == 'ORDER_CREATED' or status == 'PAID' or status == 'CANCEL_PENDING' then
@@ -44,4 +58,5 @@ redis.call('HINCRBY', KEYS[2], 'compensated_total', 1)
 redis.call('HSET', KEYS[1], 'status', 'COMPENSATED', 'compensated_at_ms', ARGV[3], 'compensation_id', ARGV[2])
 redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
+settle()
 return {1, 'COMPENSATED'}

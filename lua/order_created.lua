@@ -4,6 +4,7 @@
 --
 -- KEYS[1] reservation hash  seckill:{a:s}:r:<reservation_id>
 -- KEYS[2] counter hash      seckill:{a:s}:counter
+-- KEYS[3] send_due zset     seckill:{a:s}:send_due (the reservation is settled: no more sends)
 -- ARGV[1] reservation_id    ARGV[2] order_id
 --
 -- Returns {code, status}:
@@ -19,6 +20,7 @@ if redis.call('HGET', KEYS[1], 'reservation_id') ~= ARGV[1] then
 end
 local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'ORDER_CREATED' then
+    redis.call('ZREM', KEYS[3], ARGV[1])
     return {2, status}
 end
 if status ~= 'RESERVED' then
@@ -27,4 +29,5 @@ end
 redis.call('HSET', KEYS[1], 'status', 'ORDER_CREATED', 'order_id', ARGV[2])
 redis.call('HINCRBY', KEYS[2], 'open_reserved', -1)
 redis.call('HINCRBY', KEYS[2], 'committed', 1)
+redis.call('ZREM', KEYS[3], ARGV[1])
 return {1, 'ORDER_CREATED'}

@@ -205,28 +205,44 @@ func TestSendClaimAndDone(t *testing.T) {
 	if expired := claim(now+10000, now+20000, 10); len(expired) != 6 {
 		t.Fatalf("claim after lease end = %v, want all 3", expired)
 	}
-	done := func(rid, outcome string, max int) []any {
+	done := func(rid, outcome string) []any {
 		res, err := lua.SendDone.Run(ctx, rdb, []string{s.k.Reservation(rid), s.k.SendDue(), s.k.Counter()},
-			rid, outcome, now+50000, max, "boom").Slice()
+			rid, outcome, now+50000, now+900000, "boom").Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
-	if r := done("r0", "PUBLISHED", 5); r[0].(int64) != 1 || r[1] != "PUBLISHED" || rdb.ZScore(ctx, s.k.SendDue(), "r0").Err() != redis.Nil {
-		t.Fatalf("published = %v, still in send_due?", r)
+	score := func(rid string) int64 { return int64(rdb.ZScore(ctx, s.k.SendDue(), rid).Val()) }
+	// Published: stays in send_due, not due again before the recheck time.
+	if r := done("r0", "PUBLISHED"); r[0].(int64) != 1 || r[1] != "PUBLISHED" || score("r0") != now+900000 {
+		t.Fatalf("published = %v, score %d, want kept for the recheck", r, score("r0"))
 	}
-	if r := done("r1", "UNKNOWN", 5); r[1] != "UNKNOWN" || int64(rdb.ZScore(ctx, s.k.SendDue(), "r1").Val()) != now+50000 {
+	// A late failure (another sender) never re-queues a published message.
+	if r := done("r0", "FAILED"); r[1] != "PUBLISHED" || score("r0") != now+900000 ||
+		rdb.HGet(ctx, s.k.Reservation("r0"), "mq_state").Val() != "PUBLISHED" {
+		t.Fatalf("late failure after publish = %v, score %d", r, score("r0"))
+	}
+	if r := done("r1", "UNKNOWN"); r[1] != "UNKNOWN" || score("r1") != now+50000 {
 		t.Fatalf("unknown = %v, not rescheduled", r)
 	}
-	if r := done("r1", "FAILED", 2); r[0].(int64) != 2 || r[1] != "GAVE_UP" || rdb.ZScore(ctx, s.k.SendDue(), "r1").Err() != redis.Nil {
-		t.Fatalf("attempts exhausted = %v", r)
+	// No attempt limit: a hundred failures later it is still due, still UNKNOWN.
+	for range 100 {
+		done("r1", "FAILED")
 	}
-	if s.counters(t)["send_gave_up_total"] != "1" || rdb.HGet(ctx, s.k.Reservation("r1"), "mq_state").Val() != "GAVE_UP" {
-		t.Fatal("gave-up not visible in counters and reservation")
+	if r := done("r1", "FAILED"); r[0].(int64) != 1 || r[1] != "UNKNOWN" || score("r1") != now+50000 {
+		t.Fatalf("after 102 attempts = %v, score %d: gave up?", r, score("r1"))
+	}
+	if a := rdb.HGet(ctx, s.k.Reservation("r1"), "send_attempts").Val(); a != "102" {
+		t.Fatalf("send_attempts = %s, want 102", a)
+	}
+	// Settled (order projected / compensated) meanwhile: taken out, nothing recorded.
+	rdb.HSet(ctx, s.k.Reservation("r1"), "status", "ORDER_CREATED")
+	if r := done("r1", "PUBLISHED"); r[0].(int64) != 3 || rdb.ZScore(ctx, s.k.SendDue(), "r1").Err() != redis.Nil {
+		t.Fatalf("settled = %v, still in send_due?", r)
 	}
 	rdb.Del(ctx, s.k.Reservation("r2"))
-	if r := done("r2", "PUBLISHED", 5); r[0].(int64) != -1 || rdb.ZScore(ctx, s.k.SendDue(), "r2").Err() != redis.Nil || s.counters(t)["send_missing_total"] != "1" {
+	if r := done("r2", "PUBLISHED"); r[0].(int64) != -1 || rdb.ZScore(ctx, s.k.SendDue(), "r2").Err() != redis.Nil || s.counters(t)["send_missing_total"] != "1" {
 		t.Fatalf("missing hash = %v", r)
 	}
 }

@@ -43,9 +43,19 @@ type CancelSignal struct {
 // database clock (which decides) has passed it too.
 const expiryMargin = time.Second
 
+// paymentStartWait is how long a cancel waits for a payment being started at
+// the provider before it asks again.
+const paymentStartWait = 2 * time.Second
+
 // SagaInput starts a ReservationSaga: the ORDER_CREATE_REQUESTED it serves.
 type SagaInput struct {
 	Message events.OrderCreateRequested
+	// Resume starts a new run for a reservation whose saga is gone (it was
+	// terminated, failed, or a deploy lost it): the saga reads where the
+	// reservation stands in PostgreSQL and carries on from there instead of
+	// creating the order. Message then holds only what PostgreSQL keeps
+	// (ResumeMessage); it is never used to create an order.
+	Resume bool `json:",omitempty"`
 }
 
 // SagaState is what the query handler returns and what the saga ends with.
@@ -66,23 +76,39 @@ type SagaState struct {
 // unit back to Redis; anything automation cannot decide waits, visible as
 // ReservationStatus = "MANUAL_REVIEW", for a repair signal.
 func ReservationSaga(ctx workflow.Context, in SagaInput) (SagaState, error) {
-	s := &saga{in: in, state: SagaState{ReservationID: in.Message.ReservationID.String(), Status: StatusReserved}}
+	s := &saga{in: in, state: SagaState{ReservationID: in.Message.ReservationID.String(), Status: StatusReserved},
+		carriedOut: map[string]bool{}}
 	if err := s.setup(ctx); err != nil {
 		return s.state, err
 	}
-	return s.run(ctx)
+	var err error
+	if in.Resume {
+		_, err = s.resume(ctx)
+	} else {
+		_, err = s.run(ctx)
+	}
+	s.drain(ctx)
+	return s.state, err
 }
 
 type saga struct {
-	in      SagaInput
-	state   SagaState
-	repairs workflow.ReceiveChannel
+	in       SagaInput
+	state    SagaState
+	repairs  workflow.ReceiveChannel
+	payments workflow.ReceiveChannel
+	cancels  workflow.ReceiveChannel
+	// carriedOut holds the repair_ids whose action this run carried out: a
+	// second signal with the same id is ignored, while a decision returned
+	// as a duplicate (ApplyRepair retried after its commit) is carried out.
+	carriedOut map[string]bool
 }
 
 var act *activities.Activities
 
 func (s *saga) setup(ctx workflow.Context) error {
 	s.repairs = workflow.GetSignalChannel(ctx, SignalRepair)
+	s.payments = workflow.GetSignalChannel(ctx, SignalPayment)
+	s.cancels = workflow.GetSignalChannel(ctx, SignalCancel)
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (SagaState, error) { return s.state, nil }); err != nil {
 		return err
 	}
@@ -125,14 +151,8 @@ func (s *saga) run(ctx workflow.Context) (SagaState, error) {
 	case activities.OutcomeCreated:
 		s.state.OrderID, s.state.ExpiresAt = res.OrderID.String(), res.ExpiresAt
 		s.setStatus(ctx, StatusOrderCreated, "order created")
-		var p activities.ProjectionResult
-		if err := workflow.ExecuteActivity(dbActivity(ctx), act.ProjectOrderCreated, activities.ProjectionInput{
-			ReservationID: m.ReservationID, OrderID: res.OrderID, ActivityID: m.ActivityID, SKUID: m.SKUID,
-		}).Get(ctx, &p); err != nil {
+		if err := s.project(ctx, ""); err != nil {
 			return s.state, err
-		}
-		if p.Code < 0 {
-			s.state.Steps = append(s.state.Steps, "redis projection not applied: "+p.Text+" (reconciliation rebuilds it)")
 		}
 		return s.awaitPayment(ctx)
 	case activities.OutcomeRejected:
@@ -146,6 +166,57 @@ func (s *saga) run(ctx workflow.Context) (SagaState, error) {
 		return s.awaitRepair(ctx)
 	}
 	return s.state, errors.New("unknown CreateOrder outcome " + string(res.Outcome))
+}
+
+// resume carries on a reservation whose earlier saga is gone, from where
+// PostgreSQL says it stands: an open order waits for its payment or expiry
+// (and is cancelled by the same protocol), a cancelled one gets its Redis
+// release, a rejection its compensation, a reservation under review waits
+// for repair. A reservation PostgreSQL does not hold is left to
+// reconciliation, which rejects it durably after its deadline.
+func (s *saga) resume(ctx workflow.Context) (SagaState, error) {
+	var st activities.ReservationState
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.LoadReservation, s.in.Message.ReservationID).Get(ctx, &st); err != nil {
+		return s.state, err
+	}
+	s.state.Reason = st.Reason
+	if st.OrderID != uuid.Nil {
+		s.state.OrderID, s.state.ExpiresAt = st.OrderID.String(), st.ExpiresAt
+	}
+	s.state.Steps = append(s.state.Steps, "resumed from PostgreSQL: reservation "+nonEmpty(st.Status, "absent")+", order "+nonEmpty(st.OrderStatus, "none"))
+	switch st.Status {
+	case StatusOrderCreated:
+		switch st.OrderStatus {
+		case StatusPaid, StatusRefunding, StatusRefunded:
+			s.setStatus(ctx, st.OrderStatus, "order is "+st.OrderStatus)
+			return s.state, nil
+		}
+		s.setStatus(ctx, StatusOrderCreated, "order created")
+		if err := s.project(ctx, ""); err != nil {
+			return s.state, err
+		}
+		return s.awaitPayment(ctx)
+	case StatusCancelled:
+		return s.state, s.release(ctx)
+	case StatusRejected, "COMPENSATING":
+		s.setStatus(ctx, StatusRejected, "order rejected: "+st.Reason)
+		return s.compensate(ctx)
+	case StatusCompensated:
+		s.setStatus(ctx, StatusCompensated, "stock given back to redis")
+		return s.state, nil
+	case StatusManual:
+		s.setStatus(ctx, StatusManual, "manual review: "+st.Reason)
+		return s.awaitRepair(ctx)
+	}
+	s.state.Steps = append(s.state.Steps, "nothing in PostgreSQL to resume: reconciliation settles the reservation after its deadline")
+	return s.state, nil
+}
+
+func nonEmpty(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }
 
 func (s *saga) compensate(ctx workflow.Context) (SagaState, error) {
@@ -172,21 +243,11 @@ func (s *saga) awaitRepair(ctx workflow.Context) (SagaState, error) {
 	for {
 		var req activities.RepairRequest
 		s.repairs.Receive(ctx, &req)
-		req.ReservationID = s.in.Message.ReservationID
-		var r activities.RepairResult
-		if err := workflow.ExecuteActivity(dbActivity(ctx), act.ApplyRepair, req).Get(ctx, &r); err != nil {
+		action, err := s.repair(ctx, req)
+		if err != nil {
 			return s.state, err
 		}
-		s.state.Repairs = append(s.state.Repairs, r)
-		if r.Duplicate {
-			s.state.Steps = append(s.state.Steps, "repair "+req.RepairID+" already recorded: ignored")
-			continue
-		}
-		if !r.Accepted {
-			s.state.Steps = append(s.state.Steps, "repair "+req.Action+" refused: "+r.Reason)
-			continue
-		}
-		switch req.Action {
+		switch action {
 		case activities.RepairRetryCompensation:
 			s.setStatus(ctx, StatusRejected, "repair "+req.RepairID+": retry compensation")
 			return s.compensate(ctx)
@@ -197,23 +258,55 @@ func (s *saga) awaitRepair(ctx workflow.Context) (SagaState, error) {
 	}
 }
 
+// repair validates and records one repair signal (ApplyRepair) and returns
+// the action the saga must carry out now, or "" for none: refused, a second
+// signal with a repair_id this run already carried out, or a repair that
+// failed for good (recorded in the saga's steps; the saga keeps waiting).
+// A repair_id recorded before is carried out when its recorded decision is
+// an acceptance: that is ApplyRepair answering its own retry after a commit
+// whose reply was lost, not a new decision.
+func (s *saga) repair(ctx workflow.Context, req activities.RepairRequest) (string, error) {
+	req.ReservationID = s.in.Message.ReservationID
+	var r activities.RepairResult
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.ApplyRepair, req).Get(ctx, &r); err != nil {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.NonRetryable() {
+			s.state.Steps = append(s.state.Steps, "repair "+req.RepairID+" failed for good: "+appErr.Error())
+			return "", nil
+		}
+		return "", err
+	}
+	s.state.Repairs = append(s.state.Repairs, r)
+	switch {
+	case !r.Accepted:
+		s.state.Steps = append(s.state.Steps, "repair "+req.Action+" refused: "+r.Reason)
+		return "", nil
+	case s.carriedOut[req.RepairID]:
+		s.state.Steps = append(s.state.Steps, "repair "+req.RepairID+" already carried out: ignored")
+		return "", nil
+	}
+	s.carriedOut[req.RepairID] = true
+	if r.Action != "" {
+		return r.Action, nil // the recorded decision's action (a duplicate carries out what was decided)
+	}
+	return req.Action, nil
+}
+
 // awaitPayment waits for the order's payment, the user's cancel or the
 // expiry timer. A payment signal is a hint: PostgreSQL decides.
 func (s *saga) awaitPayment(ctx workflow.Context) (SagaState, error) {
-	payCh := workflow.GetSignalChannel(ctx, SignalPayment)
-	cancelCh := workflow.GetSignalChannel(ctx, SignalCancel)
 	for {
 		wait := s.state.ExpiresAt.Sub(workflow.Now(ctx)) + expiryMargin
 		tctx, stopTimer := workflow.WithCancel(ctx)
 		timer := workflow.NewTimer(tctx, max(wait, expiryMargin))
 		event := ""
 		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(payCh, func(c workflow.ReceiveChannel, _ bool) {
+		sel.AddReceive(s.payments, func(c workflow.ReceiveChannel, _ bool) {
 			var p PaymentSignal
 			c.Receive(ctx, &p)
 			event = "payment"
 		})
-		sel.AddReceive(cancelCh, func(c workflow.ReceiveChannel, _ bool) {
+		sel.AddReceive(s.cancels, func(c workflow.ReceiveChannel, _ bool) {
 			var c2 CancelSignal
 			c.Receive(ctx, &c2)
 			event = "cancel"
@@ -221,7 +314,6 @@ func (s *saga) awaitPayment(ctx workflow.Context) (SagaState, error) {
 		var repair activities.RepairRequest
 		sel.AddReceive(s.repairs, func(c workflow.ReceiveChannel, _ bool) {
 			c.Receive(ctx, &repair)
-			repair.ReservationID = s.in.Message.ReservationID
 			event = "repair"
 		})
 		sel.AddFuture(timer, func(workflow.Future) { event = "expired" })
@@ -245,16 +337,11 @@ func (s *saga) awaitPayment(ctx workflow.Context) (SagaState, error) {
 				return s.state, err
 			}
 		case "repair":
-			var res activities.RepairResult
-			if err := workflow.ExecuteActivity(dbActivity(ctx), act.ApplyRepair, repair).Get(ctx, &res); err != nil {
+			action, err := s.repair(ctx, repair)
+			if err != nil {
 				return s.state, err
 			}
-			s.state.Repairs = append(s.state.Repairs, res)
-			if !res.Accepted || res.Duplicate {
-				s.state.Steps = append(s.state.Steps, "repair "+repair.Action+" not applied: "+res.Reason)
-				continue
-			}
-			switch repair.Action {
+			switch action {
 			case activities.RepairForceCancelUnpaid:
 				s.state.Steps = append(s.state.Steps, "repair "+repair.RepairID+": force cancel by "+repair.Operator)
 				done, err := s.cancel(ctx, false)
@@ -262,17 +349,50 @@ func (s *saga) awaitPayment(ctx workflow.Context) (SagaState, error) {
 					return s.state, err
 				}
 			case activities.RepairRebuildProjection:
-				m := s.in.Message
-				var p activities.ProjectionResult
-				if err := workflow.ExecuteActivity(dbActivity(ctx), act.ProjectOrderCreated, activities.ProjectionInput{
-					ReservationID: m.ReservationID, OrderID: s.orderID(), ActivityID: m.ActivityID, SKUID: m.SKUID,
-				}).Get(ctx, &p); err != nil {
+				if err := s.project(ctx, "repair "+repair.RepairID+": projection "); err != nil {
 					return s.state, err
 				}
-				s.state.Steps = append(s.state.Steps, "repair "+repair.RepairID+": projection "+p.Text)
 			}
 		}
 	}
+}
+
+// project runs the idempotent Redis projection of the created order.
+func (s *saga) project(ctx workflow.Context, step string) error {
+	m := s.in.Message
+	var p activities.ProjectionResult
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.ProjectOrderCreated, activities.ProjectionInput{
+		ReservationID: m.ReservationID, OrderID: s.orderID(), ActivityID: m.ActivityID, SKUID: m.SKUID,
+	}).Get(ctx, &p); err != nil {
+		return err
+	}
+	if step != "" {
+		s.state.Steps = append(s.state.Steps, step+p.Text)
+	} else if p.Code < 0 {
+		s.state.Steps = append(s.state.Steps, "redis projection not applied: "+p.Text+" (reconciliation rebuilds it)")
+	}
+	return nil
+}
+
+// drain takes the signals still buffered when the saga is done, so that none
+// is left unhandled: each is named in the saga's steps. A payment signal is
+// only a hint (the order row is the fact); a cancel or repair after the end
+// changes nothing (the operator reads the steps).
+func (s *saga) drain(ctx workflow.Context) {
+	for _, c := range []struct {
+		name string
+		ch   workflow.ReceiveChannel
+	}{{SignalPayment, s.payments}, {SignalCancel, s.cancels}, {SignalRepair, s.repairs}} {
+		name, ch := c.name, c.ch
+		for {
+			var v any
+			if !ch.ReceiveAsync(&v) {
+				break
+			}
+			s.state.Steps = append(s.state.Steps, name+" signal after the end: ignored")
+		}
+	}
+	workflow.GetLogger(ctx).Debug("saga.drained", "reservation_id", s.state.ReservationID)
 }
 
 func (s *saga) orderID() uuid.UUID { return uuid.MustParse(s.state.OrderID) }
@@ -294,6 +414,13 @@ func (s *saga) cancel(ctx workflow.Context, expired bool) (bool, error) {
 	case "CREATED", "PAYING":
 		s.state.Steps = append(s.state.Steps, "expiry timer fired before the database clock passed expires_at: waiting again")
 		return false, nil
+	case payments.StatusPaymentStarting:
+		// The buyer is starting a payment at the provider right now; the
+		// cancel waits for it (bounded: a stale start stops counting).
+		if err := workflow.Sleep(ctx, paymentStartWait); err != nil {
+			return true, err
+		}
+		return s.cancel(ctx, expired)
 	case StatusCancelled:
 		return true, s.release(ctx)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -34,7 +35,10 @@ func TestSmokeWorkflowOnDevServer(t *testing.T) {
 	}
 
 	queue := fmt.Sprintf("smoke-test-%x", testenv.RandomUint64())
-	w := temporalx.NewWorker(c, queue, worker.Options{})
+	w, err := temporalx.NewWorker(c, queue, worker.Options{}, temporalx.InterceptorOptions{Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w.RegisterWorkflow(workflows.Smoke)
 	w.RegisterActivity(&activities.Smoke{})
 	if err := w.Start(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -156,7 +157,13 @@ func smokeTemporal(ctx context.Context, cfg config.Config) (string, error) {
 		return "", fmt.Errorf("search attributes not registered: %v", missing)
 	}
 	queue := "seckill-smoke-" + uuid.NewString()[:8]
-	w := temporalx.NewWorker(c, queue, worker.Options{})
+	// The smoke check serves no /metrics: its worker's metrics go to a
+	// registry of its own.
+	w, err := temporalx.NewWorker(c, queue, worker.Options{}, temporalx.InterceptorOptions{
+		Registerer: prometheus.NewRegistry(), AttemptsAlert: cfg.ActivityAttemptsAlert, Logger: logger})
+	if err != nil {
+		return "", err
+	}
 	w.RegisterWorkflow(workflows.Smoke)
 	w.RegisterActivity(&activities.Smoke{})
 	if err := w.Start(); err != nil {

@@ -25,6 +25,8 @@ func newWorkerCmd() *cobra.Command {
   starter  RocketMQ consumer that starts one ReservationSaga per reservation
   saga     Temporal worker executing ReservationSaga and its activities
   outbox   relays event_outbox rows to RocketMQ
+  deadletter  copies messages the broker dead-lettered (%DLQ%<starter group>) into message_quarantine
+  refunds  starts the refunds of payments that landed on cancelled orders, until each is done
 With the saga part it also makes sure the reconciliation Schedule exists.
 Metrics are served on SECKILL_METRICS_ADDR/metrics.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -41,7 +43,7 @@ Metrics are served on SECKILL_METRICS_ADDR/metrics.`,
 			if err != nil {
 				return err
 			}
-			needTemporal := slices.Contains(parts, app.PartStarter) || slices.Contains(parts, app.PartSaga)
+			needTemporal := app.NeedsTemporal(parts)
 			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-worker", needTemporal, b.log, b.tel)
 			if err != nil {
 				return err

@@ -35,7 +35,9 @@ import (
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/temporalx"
 	"github.com/seckill/seckill/paysim"
+	"github.com/seckill/seckill/workers/deadletter"
 	"github.com/seckill/seckill/workers/outboxrelay"
+	"github.com/seckill/seckill/workers/refundrelay"
 	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workers/sagaworker"
 	"github.com/seckill/seckill/workers/senddue"
@@ -47,10 +49,19 @@ const (
 	PartStarter = "starter"
 	PartSaga    = "saga"
 	PartOutbox  = "outbox"
+	// PartDeadLetter copies the starter group's dead-lettered messages into message_quarantine.
+	PartDeadLetter = "deadletter"
+	// PartRefunds starts the refunds of payments that landed on cancelled orders until they are done.
+	PartRefunds = "refunds"
 )
 
 // AllParts lists every worker part.
-var AllParts = []string{PartSendDue, PartStarter, PartSaga, PartOutbox}
+var AllParts = []string{PartSendDue, PartStarter, PartSaga, PartOutbox, PartDeadLetter, PartRefunds}
+
+// NeedsTemporal reports whether any of parts talks to Temporal.
+func NeedsTemporal(parts []string) bool {
+	return slices.Contains(parts, PartStarter) || slices.Contains(parts, PartSaga) || slices.Contains(parts, PartRefunds)
+}
 
 // Conns are the shared connections of a process. Close releases them.
 type Conns struct {
@@ -172,7 +183,7 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 	}
 	res, err := reservation.NewReserver(conns.Redis, d, conns.Producer, reservation.Options{
 		Topic: cfg.TopicOrderCreate, SendTimeout: cfg.MQSendTimeout, SendDueDelay: cfg.SendDueDelay,
-		ReservationTTL: cfg.ReservationTTL, MaxAttempts: cfg.SendMaxAttempts, SoldOutMemo: cfg.SoldOutMemo,
+		ReservationTTL: cfg.ReservationTTL, RecheckAfter: cfg.SendRecheckAfter, SoldOutMemo: cfg.SoldOutMemo,
 	}, tel.Reservation, fp, log)
 	if err != nil {
 		return nil, err
@@ -197,13 +208,14 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, parts []st
 	fp *failpoint.Set, log *slog.Logger) error {
 	reg := tel.Registry
 	run := func(p string) bool { return slices.Contains(parts, p) }
-	if (run(PartStarter) || run(PartSaga)) && conns.Temporal == nil {
-		return errors.New("app: starter and saga parts need a Temporal client")
+	if NeedsTemporal(parts) && conns.Temporal == nil {
+		return errors.New("app: the starter, saga and refunds parts need a Temporal client")
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	if run(PartSendDue) {
 		scan, err := senddue.New(conns.Redis, conns.Producer, senddue.Options{Topic: cfg.TopicOrderCreate, Lease: cfg.SendLease,
-			SendTimeout: cfg.MQSendTimeout, MaxAttempts: cfg.SendMaxAttempts, Interval: 200 * time.Millisecond},
+			SendTimeout: cfg.MQSendTimeout, MaxBackoff: cfg.SendMaxBackoff, RecheckAfter: cfg.SendRecheckAfter,
+			Interval: 200 * time.Millisecond},
 			tel.Reservation, log)
 		if err != nil {
 			return err
@@ -212,6 +224,21 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, parts []st
 	}
 	if run(PartOutbox) {
 		relay, err := outboxrelay.New(conns.Pool, conns.Producer, outboxrelay.Options{Topic: cfg.TopicEvents, SendTimeout: cfg.MQSendTimeout}, reg, log)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return relay.Run(gctx) })
+	}
+	if run(PartDeadLetter) {
+		dl, err := deadletter.New(conns.Pool, deadletter.Options{NameServers: cfg.RocketMQNameServers, Group: cfg.StarterGroup,
+			DefaultTopic: cfg.TopicOrderCreate}, reg, log)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return dl.Run(gctx) })
+	}
+	if run(PartRefunds) {
+		relay, err := refundrelay.New(conns.Pool, conns.Temporal, refundrelay.Options{TaskQueue: cfg.TemporalTaskQueue}, reg, log)
 		if err != nil {
 			return err
 		}
@@ -227,7 +254,16 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, parts []st
 		if err != nil {
 			return err
 		}
-		w := sagaworker.New(conns.Temporal, cfg.TemporalTaskQueue, acts, &reconcile.Activities{R: rec}, int(cfg.PGMaxConns))
+		sagas, err := sagastarter.NewControl(conns.Temporal, cfg.TemporalTaskQueue)
+		if err != nil {
+			return err
+		}
+		rec.SetSagas(sagas)
+		w, err := sagaworker.New(conns.Temporal, cfg.TemporalTaskQueue, acts, &reconcile.Activities{R: rec}, int(cfg.PGMaxConns),
+			temporalx.InterceptorOptions{Registerer: reg, AttemptsAlert: cfg.ActivityAttemptsAlert, Logger: log})
+		if err != nil {
+			return err
+		}
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("start temporal worker: %w", err)
 		}

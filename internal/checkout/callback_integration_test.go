@@ -5,22 +5,26 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/internal/checkout"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/paysim"
+	"github.com/seckill/seckill/workers/refundrelay"
 )
 
 var secret = bytes.Repeat([]byte{9}, 32)
@@ -30,6 +34,8 @@ type signals struct {
 	mu      sync.Mutex
 	signals []string
 	starts  []string
+	// down makes every workflow start fail (Temporal unreachable).
+	down bool
 }
 
 func (s *signals) SignalWorkflow(_ context.Context, id, _, name string, _ any) error {
@@ -39,9 +45,19 @@ func (s *signals) SignalWorkflow(_ context.Context, id, _, name string, _ any) e
 	return nil
 }
 
+func (s *signals) SignalWithStartWorkflow(_ context.Context, id, name string, _ any, _ client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.signals = append(s.signals, name+":"+id)
+	return nil, nil
+}
+
 func (s *signals) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.down {
+		return nil, errors.New("temporal: connection refused")
+	}
 	s.starts = append(s.starts, o.ID)
 	return nil, nil
 }
@@ -230,5 +246,200 @@ func TestPaymentAfterCancelStartsRefund(t *testing.T) {
 	r.pool.QueryRow(ctx, `SELECT o.status, p.status FROM orders o JOIN payment_record p ON p.order_id = o.order_id WHERE o.order_id = $1`, r.orderID).Scan(&status, &pay)
 	if status != "CANCELLED" || pay != "SUCCESS" || len(r.tc.starts) != 1 {
 		t.Fatalf("order %s payment %s refund starts %v: want CANCELLED, SUCCESS (to refund), one refund workflow", status, pay, r.tc.starts)
+	}
+}
+
+// Concurrent deliveries of one callback (the provider retries and
+// duplicates) and the same payment under fresh webhook ids: one payment, one
+// PAID transition, and the saga is signalled once, by the delivery that paid.
+func TestConcurrentDuplicateCallbacksApplyAndSignalOnce(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	b := body(t, r.orderID, 4999)
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 40 {
+		id := "msg_1"
+		if i%8 == 0 {
+			id = fmt.Sprintf("msg_fresh_%d", i)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			now := time.Now()
+			errs <- r.svc.HandleCallback(ctx, headers(id, now, paysim.Sign(secret, id, now, b)), b)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("delivery: %v", err)
+		}
+	}
+	if got := r.state(t); got != "PAID|1|6|1|1" {
+		t.Fatalf("state %s, want PAID, 1 payment, 6 callbacks (msg_1 + 5 fresh ids), 1 outbox event, 1 sold", got)
+	}
+	if len(r.tc.signals) != 1 {
+		t.Fatalf("saga signalled %d times (%v), want once", len(r.tc.signals), r.tc.signals)
+	}
+}
+
+// A payment lands on a cancelled order while Temporal is down: the refund
+// obligation is written with the payment, the provider gets 2xx (its retry
+// is a duplicate), and the refund relay starts the refund once Temporal is
+// back and keeps it owed until FinishRefund.
+func TestRefundObligationSurvivesAFailedStart(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	mustExec(t, r.pool, `UPDATE orders SET status = 'CANCELLED' WHERE order_id = $1`, r.orderID)
+	r.tc.down = true
+	b := body(t, r.orderID, 4999)
+	for range 2 { // the delivery and the provider's retry
+		now := time.Now()
+		if err := r.svc.HandleCallback(ctx, headers("msg_8", now, paysim.Sign(secret, "msg_8", now, b)), b); err != nil {
+			t.Fatalf("callback while Temporal is down = %v, want 2xx (the refund is owed durably)", err)
+		}
+	}
+	task := func() (status string, attempts int, lastErr *string) {
+		t.Helper()
+		if err := r.pool.QueryRow(ctx, `SELECT t.status, t.attempt_count, t.last_error FROM refund_task t
+			JOIN payment_record p ON p.payment_id = t.payment_id WHERE p.order_id = $1`, r.orderID).Scan(&status, &attempts, &lastErr); err != nil {
+			t.Fatalf("refund task: %v", err)
+		}
+		return
+	}
+	if st, _, _ := task(); st != "PENDING" {
+		t.Fatalf("refund task %s, want PENDING", st)
+	}
+	relay, err := refundrelay.New(r.pool, r.tc, refundrelay.Options{TaskQueue: "q", BaseBackoff: time.Millisecond}, prometheus.NewRegistry(),
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Still down: the relay records the failure and keeps the task owed.
+	if n, err := relay.Once(ctx); n != 1 || err != nil {
+		t.Fatalf("relay claimed %d, %v", n, err)
+	}
+	if st, attempts, lastErr := task(); st != "PENDING" || attempts != 1 || lastErr == nil {
+		t.Fatalf("after a failed start: %s attempts %d error %v", st, attempts, lastErr)
+	}
+	// Temporal is back.
+	r.tc.down = false
+	mustExec(t, r.pool, `UPDATE refund_task SET next_attempt_at = now()`)
+	if n, err := relay.Once(ctx); n != 1 || err != nil {
+		t.Fatalf("relay claimed %d, %v", n, err)
+	}
+	if st, _, _ := task(); st != "STARTED" || len(r.tc.starts) != 1 || !strings.HasPrefix(r.tc.starts[0], "refund-") {
+		t.Fatalf("after Temporal came back: task %s, starts %v", st, r.tc.starts)
+	}
+	// Not due again before its recheck; once refunded it is done for good.
+	if n, _ := relay.Once(ctx); n != 0 {
+		t.Fatalf("relay claimed a started refund again at once (%d)", n)
+	}
+	var pid uuid.UUID
+	r.pool.QueryRow(ctx, `SELECT payment_id FROM payment_record WHERE order_id = $1`, r.orderID).Scan(&pid)
+	store := payments.NewStore(r.pool, nil)
+	ref, _, err := store.BeginRefund(ctx, pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.FinishRefund(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := task(); st != "DONE" {
+		t.Fatalf("after the refund: task %s, want DONE", st)
+	}
+}
+
+// racingProvider runs during while the provider creates the transaction: a
+// cancel arriving in the middle of a payment start.
+type racingProvider struct {
+	noProvider
+	during  func()
+	creates int
+	closed  []string
+}
+
+func (p *racingProvider) Create(_ context.Context, orderID uuid.UUID, amount int64, _ string) (payments.ProviderPayment, error) {
+	p.creates++
+	if p.during != nil {
+		p.during()
+	}
+	return payments.ProviderPayment{TransactionID: "txn_" + orderID.String()[:8], OrderID: orderID, AmountCents: amount, Status: "PENDING"}, nil
+}
+
+func (p *racingProvider) Close(_ context.Context, txn string) (payments.ProviderPayment, error) {
+	p.closed = append(p.closed, txn)
+	return payments.ProviderPayment{TransactionID: txn, Status: "CLOSED"}, nil
+}
+
+// The saga's cancel and the buyer's payment start cross: the cancel waits
+// while the provider transaction is being created (PAYMENT_STARTING), so
+// the buyer gets a transaction only for an order that is still PAYING; a
+// start that lost the race (its guard gone stale) has its transaction closed
+// and never handed out; and no new transaction is created once the order is
+// CANCEL_PENDING.
+func TestNoProviderTransactionForAnOrderBeingCancelled(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	store := payments.NewStore(r.pool, nil)
+	prov := &racingProvider{}
+	svc, err := checkout.NewService(r.pool, prov, r.tc, "q", payments.PaysimVerifier(secret, 5*time.Minute),
+		"http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var during string
+	prov.during = func() {
+		st, err := store.BeginCancel(ctx, r.orderID, false)
+		if err != nil {
+			t.Error(err)
+		}
+		during = st
+	}
+	p, err := svc.StartPayment(ctx, 42, r.orderID)
+	if err != nil || p.TransactionID == "" {
+		t.Fatalf("start payment = %+v, %v", p, err)
+	}
+	if during != payments.StatusPaymentStarting {
+		t.Fatalf("a cancel during the provider call = %s, want %s (it must wait)", during, payments.StatusPaymentStarting)
+	}
+	var intent string
+	r.pool.QueryRow(ctx, `SELECT status FROM payment_intent WHERE order_id = $1`, r.orderID).Scan(&intent)
+	if st, _ := store.Status(ctx, r.orderID); st != payments.StatusPaying || intent != "OPEN" {
+		t.Fatalf("order %s intent %s, want PAYING with an OPEN intent", st, intent)
+	}
+	// Now the cancel goes through, and a new payment start is refused
+	// without asking the provider.
+	if st, err := store.BeginCancel(ctx, r.orderID, false); err != nil || st != payments.StatusCancelPending {
+		t.Fatalf("cancel = %s, %v", st, err)
+	}
+	prov.during, prov.creates = nil, 0
+	var se *checkout.StateError
+	if _, err := svc.StartPayment(ctx, 42, r.orderID); !errors.As(err, &se) || prov.creates != 0 {
+		t.Fatalf("start payment of a CANCEL_PENDING order = %v with %d provider creates", err, prov.creates)
+	}
+
+	// A start whose guard went stale (a slow provider) loses to the cancel:
+	// its transaction is closed, never handed out.
+	other := uuid.New()
+	mustExec(t, r.pool, `INSERT INTO orders (order_id, activity_id, sku_id, user_id, request_id, reservation_id, amount_cents, status, expires_at)
+		VALUES ($1, 1, 2, 42, $2, $3, 4999, 'CREATED', now() + interval '15 minutes')`, other, uuid.New(), uuid.New())
+	prov.during = func() {
+		mustExec(t, r.pool, `UPDATE payment_intent SET updated_at = now() - interval '1 minute' WHERE order_id = $1`, other)
+		if st, _ := store.BeginCancel(ctx, other, false); st != payments.StatusCancelPending {
+			t.Errorf("cancel past a stale start = %s", st)
+		}
+	}
+	if p, err := svc.StartPayment(ctx, 42, other); !errors.As(err, &se) || p.TransactionID != "" {
+		t.Fatalf("start that lost to the cancel = %+v, %v; want a state error and no transaction", p, err)
+	}
+	if len(prov.closed) != 1 {
+		t.Fatalf("transactions closed at the provider: %v, want the one created for the cancelled order", prov.closed)
+	}
+	r.pool.QueryRow(ctx, `SELECT status FROM payment_intent WHERE order_id = $1`, other).Scan(&intent)
+	if intent != "CLOSED" {
+		t.Fatalf("intent of the cancelled order = %s, want CLOSED", intent)
 	}
 }

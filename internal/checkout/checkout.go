@@ -19,11 +19,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
+	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/workflows"
@@ -32,6 +31,8 @@ import (
 // Signaller is the part of the Temporal client the service needs.
 type Signaller interface {
 	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
+		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
 	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
 }
 
@@ -120,44 +121,45 @@ func (s *Service) Order(ctx context.Context, userID int64, orderID uuid.UUID) (O
 }
 
 // StartPayment starts (or returns the already started) provider payment of
-// userID's order: CREATED → PAYING by CAS, then the provider call outside any
-// transaction (idempotent by order id at the provider).
+// userID's order: the order moves to PAYING with its payment marked as being
+// started, the provider is asked outside any transaction (idempotent by
+// order id), and the transaction is handed out only if the order is still
+// PAYING then; if a cancel got there first, the transaction is closed at the
+// provider and the answer is a state error (see payments.BeginPayment).
 func (s *Service) StartPayment(ctx context.Context, userID int64, orderID uuid.UUID) (payments.ProviderPayment, error) {
 	o, err := s.Order(ctx, userID, orderID)
 	if err != nil {
 		return payments.ProviderPayment{}, err
 	}
-	if o.Status != payments.StatusCreated && o.Status != payments.StatusPaying {
-		return payments.ProviderPayment{}, &StateError{"pay", o.Status}
-	}
-	tag, err := s.pool.Exec(ctx, `UPDATE orders SET status = 'PAYING', version = version + 1, updated_at = clock_timestamp()
-		WHERE order_id = $1 AND status IN ('CREATED', 'PAYING') AND expires_at > clock_timestamp()`, orderID)
+	st, ok, err := s.store.BeginPayment(ctx, orderID)
 	if err != nil {
-		return payments.ProviderPayment{}, fmt.Errorf("order → PAYING: %w", err)
+		return payments.ProviderPayment{}, err
 	}
-	if tag.RowsAffected() == 0 {
-		st, err := s.store.Status(ctx, orderID)
-		if err != nil {
-			return payments.ProviderPayment{}, err
-		}
-		if st == payments.StatusCreated || st == payments.StatusPaying {
-			st = "EXPIRED"
-		}
+	if !ok {
 		return payments.ProviderPayment{}, &StateError{"pay", st}
 	}
 	p, err := s.provider.Create(ctx, orderID, o.AmountCents, s.callbackURL)
 	if err != nil {
+		// The intent stays CREATING: a cancel waits for it a little, then asks
+		// the provider by order id, which decides.
 		return payments.ProviderPayment{}, fmt.Errorf("create provider payment: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO payment_intent (order_id, provider, provider_transaction_id, amount_cents)
-		VALUES ($1, $2, $3, $4) ON CONFLICT (order_id) DO NOTHING`, orderID, s.provider.Name(), p.TransactionID, p.AmountCents); err != nil {
-		return payments.ProviderPayment{}, fmt.Errorf("record payment intent: %w", err)
+	st, ok, err = s.store.OpenPayment(ctx, orderID, s.provider.Name(), p.TransactionID)
+	if err != nil {
+		return payments.ProviderPayment{}, err
+	}
+	if !ok {
+		if _, cerr := s.provider.Close(ctx, p.TransactionID); cerr != nil {
+			s.log.Warn("payment.close_after_cancel_failed", "order_id", orderID, "transaction_id", p.TransactionID, "error", cerr)
+		}
+		return payments.ProviderPayment{}, &StateError{"pay", st}
 	}
 	return p, nil
 }
 
 // RequestCancel asks the saga to cancel userID's unpaid order; the saga runs
-// the same CANCEL_PENDING path as expiry.
+// the same CANCEL_PENDING path as expiry. A saga that is gone (terminated,
+// failed) is resumed from PostgreSQL with the cancel as its first signal.
 func (s *Service) RequestCancel(ctx context.Context, userID int64, orderID uuid.UUID, reason string) error {
 	o, err := s.Order(ctx, userID, orderID)
 	if err != nil {
@@ -166,8 +168,13 @@ func (s *Service) RequestCancel(ctx context.Context, userID int64, orderID uuid.
 	if o.Status != payments.StatusCreated && o.Status != payments.StatusPaying {
 		return &StateError{"cancel", o.Status}
 	}
-	if err := s.temporal.SignalWorkflow(ctx, workflows.ReservationWorkflowID(o.ReservationID.String()), "", workflows.SignalCancel,
-		workflows.CancelSignal{Reason: reason}); err != nil {
+	m, err := activities.ReservationMessage(ctx, s.pool, o.ReservationID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.temporal.SignalWithStartWorkflow(ctx, workflows.ReservationWorkflowID(o.ReservationID.String()), workflows.SignalCancel,
+		workflows.CancelSignal{Reason: reason}, workflows.ResumeStartOptions(s.taskQueue, m), workflows.ReservationSaga,
+		workflows.SagaInput{Message: m, Resume: true}); err != nil {
 		return fmt.Errorf("signal saga: %w", err)
 	}
 	return nil
@@ -193,10 +200,13 @@ type CallbackError struct {
 func (e *CallbackError) Error() string { return e.Code + ": " + e.Err.Error() }
 
 // HandleCallback verifies and applies a provider callback. nil means
-// "answer 2xx": applied now or a duplicate that changes nothing. The payment
-// is recorded and the order moved to PAID in one transaction before the
-// answer; then the saga is signalled, or a refund started for a payment that
-// landed after a cancel.
+// "answer 2xx": applied now or a duplicate that changes nothing. The
+// callback is claimed by its webhook id, the payment recorded and the order
+// moved to PAID, all in one transaction, before the answer: a concurrent or
+// later duplicate waits for that transaction and then changes nothing. Then
+// the saga is told (only by the delivery that paid the order); a payment that
+// landed after a cancel carries its refund obligation in the same
+// transaction, and its refund is started now or by the refund relay.
 func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte) error {
 	id := h.Get("webhook-id")
 	if err := s.verify(id, h.Get("webhook-timestamp"), h.Get("webhook-signature"), body, s.now()); err != nil {
@@ -207,48 +217,41 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 		return &CallbackError{http.StatusBadRequest, "INVALID_CALLBACK", fmt.Errorf("not a payment.succeeded callback: %v", err)}
 	}
 	hash := sha256.Sum256(body)
-	var prior []byte
-	var priorResult string
-	err := s.pool.QueryRow(ctx, `SELECT body_hash, result FROM payment_callback WHERE webhook_id = $1`, id).Scan(&prior, &priorResult)
+	ev := payments.Evidence{OrderID: cb.MerchantOrderID, Provider: s.provider.Name(), TransactionID: cb.TransactionID,
+		AmountCents: cb.AmountCents, PaidAt: cb.PaidAt}
+	var res payments.RecordResult
+	duplicate := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		claimed, err := claimCallback(ctx, tx, id, s.provider.Name(), cb.TransactionID, hash[:])
+		if err != nil || !claimed {
+			duplicate = !claimed
+			return err
+		}
+		if res, err = s.store.RecordTx(ctx, tx, ev); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE payment_callback SET result = $2, received_at = clock_timestamp() WHERE webhook_id = $1`,
+			id, string(res.Outcome))
+		return err
+	})
 	switch {
-	case err == nil && string(prior) != string(hash[:]):
-		return &CallbackError{http.StatusConflict, "WEBHOOK_ID_REUSED", errors.New("webhook id seen before with another body")}
-	case err == nil && priorResult != "UNKNOWN_ORDER":
-		return nil // duplicate delivery: already applied
-	case err != nil && !errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("read callback %s: %w", id, err)
-	}
-	res, err := s.store.Record(ctx, payments.Evidence{OrderID: cb.MerchantOrderID, Provider: s.provider.Name(), TransactionID: cb.TransactionID,
-		AmountCents: cb.AmountCents, PaidAt: cb.PaidAt})
-	result := ""
-	switch {
+	case errors.Is(err, errWebhookReused):
+		return &CallbackError{http.StatusConflict, "WEBHOOK_ID_REUSED", err}
 	case errors.Is(err, payments.ErrUnknownOrder):
-		result = "UNKNOWN_ORDER"
+		return s.unknownOrder(ctx, id, cb, hash[:])
 	case errors.Is(err, payments.ErrAmountMismatch), errors.Is(err, payments.ErrConflict):
 		s.log.Error("payment.callback_refused", "webhook_id", id, "transaction_id", cb.TransactionID, "order_id", cb.MerchantOrderID, "error", err)
 		return &CallbackError{http.StatusConflict, "PAYMENT_MISMATCH", err}
 	case err != nil:
 		return fmt.Errorf("record payment: %w", err)
-	default:
-		result = string(res.Outcome)
-		s.m.Payment.WithLabelValues(strings.ToLower(result)).Inc()
+	case duplicate:
+		return nil // already applied by an earlier delivery
 	}
-	if _, err := s.pool.Exec(ctx, `
-		INSERT INTO payment_callback (webhook_id, provider, provider_transaction_id, body_hash, result)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (webhook_id) DO UPDATE SET result = EXCLUDED.result, received_at = clock_timestamp()`,
-		id, s.provider.Name(), cb.TransactionID, hash[:], result); err != nil {
-		return fmt.Errorf("record callback: %w", err)
-	}
-	if result == "UNKNOWN_ORDER" {
-		// Kept (payment_callback) and not acknowledged: the provider retries.
-		// Never used to create an order.
-		s.log.Warn("payment.callback_unknown_order", "webhook_id", id, "transaction_id", cb.TransactionID, "order_id", cb.MerchantOrderID)
-		return &CallbackError{http.StatusNotFound, "UNKNOWN_ORDER", payments.ErrUnknownOrder}
-	}
+	result := string(res.Outcome)
+	s.m.Payment.WithLabelValues(strings.ToLower(result)).Inc()
 	s.log.Info("payment.recorded", "webhook_id", id, "payment_id", res.PaymentID, "order_id", cb.MerchantOrderID, "result", result)
 	switch res.Outcome {
-	case payments.Paid, payments.AlreadyPaid:
+	case payments.Paid:
 		if err := s.temporal.SignalWorkflow(ctx, workflows.ReservationWorkflowID(res.ReservationID.String()), "", workflows.SignalPayment,
 			workflows.PaymentSignal{TransactionID: cb.TransactionID}); err != nil {
 			// PostgreSQL holds the fact; the saga reads it on its next step.
@@ -257,27 +260,73 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 	case payments.PaidAfterCancel, payments.AlreadyRefunding:
 		s.log.Warn("payment.cancel_race_detected", "order_id", cb.MerchantOrderID, "payment_id", res.PaymentID, "result", result)
 		if err := s.StartRefund(ctx, res.PaymentID, res.ActivityID, res.SKUID); err != nil {
-			return err // not acknowledged: the provider retries and we start it then
+			// The refund obligation is durable (refund_task): the relay starts it.
+			s.log.Warn("payment.refund_start_deferred", "payment_id", res.PaymentID, "error", err)
 		}
 	}
 	return nil
 }
 
+var errWebhookReused = errors.New("webhook id seen before with another body")
+
+// claimCallback takes the callback's webhook id for this transaction: true
+// when this delivery must be applied (first seen, or seen before only for an
+// order that did not exist yet), false for a duplicate of an applied one.
+func claimCallback(ctx context.Context, tx pgx.Tx, id, provider, txn string, hash []byte) (bool, error) {
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO payment_callback (webhook_id, provider, provider_transaction_id, body_hash, result)
+		VALUES ($1, $2, $3, $4, 'PROCESSING')
+		ON CONFLICT (webhook_id) DO NOTHING`, id, provider, txn, hash)
+	if err != nil {
+		return false, fmt.Errorf("claim callback %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	var prior []byte
+	var result string
+	if err := tx.QueryRow(ctx, `SELECT body_hash, result FROM payment_callback WHERE webhook_id = $1 FOR UPDATE`, id).Scan(&prior, &result); err != nil {
+		return false, fmt.Errorf("read callback %s: %w", id, err)
+	}
+	if string(prior) != string(hash) {
+		return false, errWebhookReused
+	}
+	return result == resultUnknownOrder, nil
+}
+
+const resultUnknownOrder = "UNKNOWN_ORDER"
+
+// unknownOrder keeps a callback for an order we do not know (evidence) and
+// refuses it, so the provider retries; it never creates an order.
+func (s *Service) unknownOrder(ctx context.Context, id string, cb CallbackBody, hash []byte) error {
+	if _, err := s.pool.Exec(ctx, `
+		INSERT INTO payment_callback (webhook_id, provider, provider_transaction_id, body_hash, result)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (webhook_id) DO UPDATE SET received_at = clock_timestamp() WHERE payment_callback.result = $5`,
+		id, s.provider.Name(), cb.TransactionID, hash, resultUnknownOrder); err != nil {
+		return fmt.Errorf("record callback: %w", err)
+	}
+	s.log.Warn("payment.callback_unknown_order", "webhook_id", id, "transaction_id", cb.TransactionID, "order_id", cb.MerchantOrderID)
+	return &CallbackError{http.StatusNotFound, "UNKNOWN_ORDER", payments.ErrUnknownOrder}
+}
+
 // StartRefund starts the payment's refund workflow (idempotent by its ID).
 func (s *Service) StartRefund(ctx context.Context, paymentID uuid.UUID, activityID, skuID int64) error {
-	_, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       workflows.RefundWorkflowID(paymentID.String()),
-		TaskQueue:                s.taskQueue,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.SearchReservationStatus.ValueSet(workflows.StatusRefunding),
-			workflows.SearchActivityID.ValueSet(activityID),
-			workflows.SearchSKUID.ValueSet(skuID)),
-	}, workflows.RefundWorkflow, workflows.RefundInput{PaymentID: paymentID, ActivityID: activityID, SKUID: skuID})
+	return StartRefund(ctx, s.temporal, s.taskQueue, workflows.RefundInput{PaymentID: paymentID, ActivityID: activityID, SKUID: skuID})
+}
+
+// Starter is the part of the Temporal client that starts workflows.
+type Starter interface {
+	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+}
+
+// StartRefund starts in's RefundWorkflow; one already running (or done) is
+// success.
+func StartRefund(ctx context.Context, tc Starter, taskQueue string, in workflows.RefundInput) error {
+	_, err := tc.ExecuteWorkflow(ctx, workflows.RefundStartOptions(taskQueue, in), workflows.RefundWorkflow, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
-		return fmt.Errorf("start refund of %s: %w", paymentID, err)
+		return fmt.Errorf("start refund of %s: %w", in.PaymentID, err)
 	}
 	return nil
 }

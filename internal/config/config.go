@@ -57,9 +57,14 @@ type Config struct {
 	SendDueDelay time.Duration `env:"SECKILL_SEND_DUE_DELAY" envDefault:"3s"`
 	// SendLease is how long a scanner owns a claimed send_due item.
 	SendLease time.Duration `env:"SECKILL_SEND_LEASE" envDefault:"10s"`
-	// SendMaxAttempts bounds re-sends; after it the reservation is marked
-	// mq_state=FAILED (visible, counted) and left for reconciliation.
-	SendMaxAttempts int `env:"SECKILL_SEND_MAX_ATTEMPTS" envDefault:"20"`
+	// SendMaxBackoff caps the scanner's backoff between re-sends of a
+	// reservation whose message the broker did not take. There is no attempt
+	// limit: an unsent reservation is re-sent at this pace until it is sent
+	// or, past its business deadline, reconciliation rejects it durably.
+	SendMaxBackoff time.Duration `env:"SECKILL_SEND_MAX_BACKOFF" envDefault:"30s"`
+	// SendRecheckAfter: a published reservation still unsettled (no order, no
+	// compensation) this long after its business deadline is re-sent.
+	SendRecheckAfter time.Duration `env:"SECKILL_SEND_RECHECK_AFTER" envDefault:"1m"`
 	// ReservationTTL is garbage collection for Redis reservation keys: longer
 	// than every replay, payment and reconcile window (seed §8.2).
 	ReservationTTL time.Duration `env:"SECKILL_RESERVATION_TTL" envDefault:"168h"`
@@ -88,6 +93,12 @@ type Config struct {
 	ReconcileWatermark time.Duration `env:"SECKILL_RECONCILE_WATERMARK" envDefault:"2m"`
 	// ReconcileEvery is the period of the Temporal Schedule that runs it.
 	ReconcileEvery time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"5m"`
+
+	// ActivityAttemptsAlert is the attempt at which a Temporal activity
+	// execution counts as retrying too long: it is counted in
+	// seckill_activity_attempts_exceeded_total and logged once
+	// (internal/temporalx.ActivityInterceptor; alert SeckillActivityRetryingTooLong).
+	ActivityAttemptsAlert int `env:"SECKILL_ACTIVITY_ATTEMPTS_ALERT" envDefault:"10"`
 
 	LogLevel string `env:"SECKILL_LOG_LEVEL" envDefault:"info"`
 }
@@ -151,7 +162,8 @@ func (c Config) Validate() error {
 	}{
 		{"SECKILL_PG_MAX_CONNS", int64(c.PGMaxConns)},
 		{"SECKILL_REDIS_POOL_SIZE", int64(c.RedisPoolSize)},
-		{"SECKILL_SEND_MAX_ATTEMPTS", int64(c.SendMaxAttempts)},
+		{"SECKILL_SEND_MAX_BACKOFF", int64(c.SendMaxBackoff)},
+		{"SECKILL_SEND_RECHECK_AFTER", int64(c.SendRecheckAfter)},
 		{"SECKILL_CONSUMER_CONCURRENCY", int64(c.ConsumerConcurrency)},
 		{"SECKILL_MQ_SEND_TIMEOUT", int64(c.MQSendTimeout)},
 		{"SECKILL_SEND_DUE_DELAY", int64(c.SendDueDelay)},
@@ -159,6 +171,7 @@ func (c Config) Validate() error {
 		{"SECKILL_RESERVATION_TTL", int64(c.ReservationTTL)},
 		{"SECKILL_RECONCILE_WATERMARK", int64(c.ReconcileWatermark)},
 		{"SECKILL_RECONCILE_EVERY", int64(c.ReconcileEvery)},
+		{"SECKILL_ACTIVITY_ATTEMPTS_ALERT", int64(c.ActivityAttemptsAlert)},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {

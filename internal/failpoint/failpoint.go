@@ -30,6 +30,12 @@ const (
 	AfterCancelPending         = "after_cancel_pending"
 )
 
+// Failpoints beyond the seed's ten, for regression tests of paths found later.
+const (
+	// AfterRepairCommit: ApplyRepair committed its decision, its answer is lost.
+	AfterRepairCommit = "after_repair_commit"
+)
+
 // ErrInjected is the error a fired failpoint returns; code that checks a
 // failpoint stops there as if the process had died.
 var ErrInjected = errors.New("failpoint: injected crash")

@@ -32,9 +32,11 @@ type Reservation struct {
 	SendTotal      *prometheus.CounterVec // seckill_reservation_send_total{source,result}
 	SendUnknown    prometheus.Counter     // seckill_reservation_send_unknown_total
 	Resend         prometheus.Counter     // seckill_reservation_resend_total
-	SendGaveUp     prometheus.Counter     // seckill_reservation_send_gave_up_total
+	SendMissing    prometheus.Counter     // seckill_reservation_send_missing_total
+	SendRecheck    prometheus.Counter     // seckill_reservation_send_recheck_total
 	SendPending    prometheus.Gauge       // seckill_reservation_send_pending
 	SendOldestAge  prometheus.Gauge       // seckill_reservation_send_oldest_age_seconds
+	Unsettled      prometheus.Gauge       // seckill_reservation_unsettled
 	SendAttempts   prometheus.Histogram   // seckill_reservation_send_attempts
 	ReserveLatency prometheus.Histogram   // seckill_reserve_duration_seconds
 }
@@ -56,12 +58,16 @@ func NewReservation(reg prometheus.Registerer) *Reservation {
 			Help: "Sends whose outcome is unknown (timeout); the scanner re-sends with the same message_id."}),
 		Resend: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reservation_resend_total",
 			Help: "Re-sends by the send-due scanner."}),
-		SendGaveUp: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reservation_send_gave_up_total",
-			Help: "Reservations whose send attempts ran out (mq_state=GAVE_UP, left to reconciliation)."}),
+		SendMissing: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reservation_send_missing_total",
+			Help: "send_due items whose reservation hash was gone (removed and left to reconciliation; Redis lost data)."}),
+		SendRecheck: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reservation_send_recheck_total",
+			Help: "Published reservations still unsettled past their business deadline, re-sent by the scanner."}),
 		SendPending: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_reservation_send_pending",
-			Help: "Reservations in send_due (not confirmed sent), all SKUs."}),
+			Help: "Reservations whose message is not confirmed sent (a failed or unknown last send), as this scanner last saw them."}),
 		SendOldestAge: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_reservation_send_oldest_age_seconds",
-			Help: "Age of the oldest due item in send_due."}),
+			Help: "Age since admission of the oldest reservation whose message is not confirmed sent (0: none)."}),
+		Unsettled: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_reservation_unsettled",
+			Help: "Reservations in send_due, all SKUs: admitted in Redis, neither projected as an order nor compensated yet."}),
 		SendAttempts: f.NewHistogram(prometheus.HistogramOpts{Name: "seckill_reservation_send_attempts",
 			Help: "Send attempts per reservation when it was confirmed sent.", Buckets: []float64{1, 2, 3, 5, 10, 20}}),
 		ReserveLatency: f.NewHistogram(prometheus.HistogramOpts{Name: "seckill_reserve_duration_seconds",

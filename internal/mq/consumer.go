@@ -188,6 +188,7 @@ func (c *Consumer) handle(m *primitive.MessageExt) (err error) {
 		BrokerMsgID:    m.MsgId,
 		OffsetMsgID:    m.OffsetMsgId,
 		QueueOffset:    m.QueueOffset,
+		Properties:     m.GetProperties(),
 	}
 	if m.Queue != nil {
 		d.QueueID = m.Queue.QueueId

@@ -27,11 +27,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 )
 
 // PropertyMessageID is the user property that carries Message.ID / Delivered.ID.
 const PropertyMessageID = "message_id"
+
+// PropertyRetryTopic is the system property in which the broker keeps a
+// message's original topic once it moved to a retry or dead-letter topic
+// (%RETRY%<group>, %DLQ%<group>); see Delivered.Properties.
+const PropertyRetryTopic = primitive.PropertyRetryTopic // "RETRY_TOPIC"
 
 // ErrSendUnknown marks a send whose outcome is unknown: the request may have
 // reached the broker and been stored, but no answer arrived in time (timeout
@@ -79,6 +85,10 @@ type Delivered struct {
 	// QueueID and QueueOffset locate the message in its topic.
 	QueueID     int
 	QueueOffset int64
+	// Properties are the message's properties, user and system ones (a copy):
+	// e.g. PropertyRetryTopic, the original topic of a dead-lettered message,
+	// whose Topic is the dead-letter topic %DLQ%<group>.
+	Properties map[string]string
 }
 
 // SetSDKLogLevel sets the RocketMQ SDK's log level: "debug", "info", "warn",

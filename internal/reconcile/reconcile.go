@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/invariants"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/lua"
@@ -41,6 +42,11 @@ const (
 	PaidButCompensated = "PAID_BUT_REDIS_COMPENSATED"    // MANUAL, critical
 	CompensatedDiffers = "COMPENSATED_BUT_REDIS_DIFFERS" // MANUAL
 	OutboxLeaseExpired = "OUTBOX_LEASE_EXPIRED"          // AUTO: back to RETRY for the relay
+	UnsentPastDeadline = "UNSENT_PAST_DEADLINE"          // AUTO: Redis-only reservation past its deadline: durable rejection, then compensation
+	ReleaseMissing     = "CANCELLED_BUT_REDIS_HELD"      // AUTO: the standard Redis release of a cancelled order
+	LostSaga           = "LOST_SAGA"                     // AUTO: open order past expiry, no saga running: resume it
+	RefundOwed         = "PAYMENT_ON_CANCELLED_ORDER"    // AUTO: refund obligation made due for the refund relay
+	ProviderUnsettled  = "PROVIDER_TRANSACTION_OPEN"     // AUTO: ask the provider; a payment it reports is recorded
 )
 
 // Actions taken on an anomaly.
@@ -51,6 +57,8 @@ const (
 	// concurrent run): nothing done now.
 	ActionAlreadyRecorded = "ALREADY_RECORDED"
 	ActionRepairFailed    = "REPAIR_FAILED"
+	// ActionLeft: looked at and left as it is (e.g. its saga is running).
+	ActionLeft = "LEFT"
 )
 
 // Anomaly is one finding.
@@ -85,7 +93,25 @@ type Reconciler struct {
 	log       *slog.Logger
 	watermark time.Duration
 	now       func() time.Time
+	sagas     Sagas
 }
+
+// Sagas is what reconciliation needs of Temporal: whether a reservation's
+// saga runs, resuming one that is gone, and telling one that its order was
+// paid.
+type Sagas interface {
+	// Running reports whether the reservation's saga runs, and the run id
+	// of its latest run ("" when it never ran).
+	Running(ctx context.Context, reservationID uuid.UUID) (running bool, runID string, err error)
+	// Resume starts a new run that carries on from PostgreSQL (SagaInput.Resume).
+	Resume(ctx context.Context, m events.OrderCreateRequested) error
+	// NotifyPaid signals the saga that its order was paid (a hint).
+	NotifyPaid(ctx context.Context, reservationID uuid.UUID, transactionID string) error
+}
+
+// SetSagas gives the reconciler Temporal; without it, lost sagas are
+// reported (MANUAL), not resumed.
+func (r *Reconciler) SetSagas(s Sagas) { r.sagas = s }
 
 // New returns a Reconciler; every dependency is required.
 func New(pool *pgxpool.Pool, rdb redis.Cmdable, acts *activities.Activities, m *metrics.Reconcile, log *slog.Logger, watermark time.Duration) (*Reconciler, error) {
@@ -137,6 +163,15 @@ func (r *Reconciler) Run(ctx context.Context, activityID int64) (Report, error) 
 	if err := r.outbox(ctx, &rep); err != nil {
 		return rep, err
 	}
+	if err := r.orders(ctx, &rep, activityID); err != nil {
+		return rep, err
+	}
+	if err := r.refunds(ctx, &rep); err != nil {
+		return rep, err
+	}
+	if err := r.intents(ctx, &rep); err != nil {
+		return rep, err
+	}
 	r.m.PGDelta.Set(float64(pgDelta))
 	r.m.RedisDelta.Set(float64(redisDelta))
 	r.m.CrossDelta.Set(float64(crossDelta))
@@ -177,6 +212,10 @@ func (r *Reconciler) sku(ctx context.Context, k lua.Keys, rep *Report) (pgD, red
 		return 0, 0, 0, err
 	}
 	rep.Checked += n
+	if n, err = r.unsettled(ctx, k, rep); err != nil {
+		return 0, 0, 0, err
+	}
+	rep.Checked += n
 	// The cross-system relation holds exactly only when nothing is in flight.
 	if snap.RedisPresent && snap.RedisOpen == 0 {
 		var inFlight int
@@ -192,105 +231,6 @@ func (r *Reconciler) sku(ctx context.Context, k lua.Keys, rep *Report) (pgD, red
 		}
 	}
 	return pgD, redisD, crossD, nil
-}
-
-type resRow struct {
-	id       uuid.UUID
-	status   string
-	version  int64
-	orderID  *uuid.UUID
-	order    *string
-	deadline time.Time
-}
-
-// reservations walks PostgreSQL reservations older than the watermark.
-func (r *Reconciler) reservations(ctx context.Context, k lua.Keys, rep *Report) (int, error) {
-	rows, err := r.pool.Query(ctx, `
-		SELECT r.reservation_id, r.status, r.version, r.order_id, o.status, r.business_deadline
-		FROM inventory_reservation r LEFT JOIN orders o ON o.order_id = r.order_id
-		WHERE r.activity_id = $1 AND r.sku_id = $2 AND r.updated_at < $3
-		  AND r.status IN ('RESERVED', 'ORDER_CREATED', 'ORDER_REJECTED', 'COMPENSATING', 'COMPENSATED')`,
-		k.ActivityID, k.SKUID, rep.Watermark)
-	if err != nil {
-		return 0, fmt.Errorf("list reservations: %w", err)
-	}
-	var list []resRow
-	for rows.Next() {
-		var x resRow
-		if err := rows.Scan(&x.id, &x.status, &x.version, &x.orderID, &x.order, &x.deadline); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		list = append(list, x)
-	}
-	rows.Close()
-	pipe := r.rdb.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(list))
-	for i, x := range list {
-		cmds[i] = pipe.HMGet(ctx, k.Reservation(x.id.String()), "status")
-	}
-	if len(list) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return 0, fmt.Errorf("read redis reservations: %w", err)
-		}
-	}
-	for i, x := range list {
-		redisStatus, _ := cmds[i].Val()[0].(string)
-		obj := "reservation:" + x.id.String()
-		ev := map[string]any{"pg_status": x.status, "redis_status": redisStatus, "version": x.version}
-		switch x.status {
-		case "ORDER_CREATED":
-			if x.order != nil && *x.order == "PAID" && redisStatus == "COMPENSATED" {
-				r.manual(ctx, rep, PaidButCompensated, obj, x.version, "order PAID in PostgreSQL, reservation COMPENSATED in Redis: freeze and decide by hand", ev)
-				continue
-			}
-			if redisStatus == "" || redisStatus == "RESERVED" {
-				r.auto(ctx, rep, ProjectionBehind, obj, x.version, "ORDER_CREATED", ev, func() (string, error) {
-					return r.rebuildProjection(ctx, k, x, redisStatus)
-				})
-			}
-		case "ORDER_REJECTED", "COMPENSATING":
-			r.auto(ctx, rep, CompensationStall, obj, x.version, "COMPENSATED", ev, func() (string, error) {
-				c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID})
-				return c.Status + " " + c.Reason, err
-			})
-		case "COMPENSATED":
-			if redisStatus != "" && redisStatus != "COMPENSATED" {
-				r.manual(ctx, rep, CompensatedDiffers, obj, x.version, "COMPENSATED in PostgreSQL, "+redisStatus+" in Redis", ev)
-			}
-		case "RESERVED":
-			if x.deadline.Before(rep.Watermark) {
-				r.auto(ctx, rep, DeadlinePassed, obj, x.version, "ORDER_REJECTED", ev, func() (string, error) {
-					st, err := r.acts.RejectOverdue(ctx, activities.RejectInput{ReservationID: x.id, Grace: r.watermark})
-					if err != nil || st != "ORDER_REJECTED" {
-						return st, err
-					}
-					c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID})
-					return "ORDER_REJECTED then " + c.Status + " " + c.Reason, err
-				})
-			}
-		}
-	}
-	return len(list), nil
-}
-
-// rebuildProjection: a RESERVED Redis hash takes the standard projection
-// (open_reserved → committed once); a missing hash is recreated without
-// touching counters (stock is never changed by a projection repair).
-func (r *Reconciler) rebuildProjection(ctx context.Context, k lua.Keys, x resRow, redisStatus string) (string, error) {
-	if x.orderID == nil {
-		return "", errors.New("ORDER_CREATED without order_id")
-	}
-	if redisStatus == "RESERVED" {
-		p, err := r.acts.ProjectOrderCreated(ctx, activities.ProjectionInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID})
-		return fmt.Sprintf("order_created.lua %d %s", p.Code, p.Text), err
-	}
-	key := k.Reservation(x.id.String())
-	if err := r.rdb.HSet(ctx, key, "status", "ORDER_CREATED", "reservation_id", x.id.String(), "order_id", x.orderID.String(),
-		"rebuilt_by", "reconcile").Err(); err != nil {
-		return "", err
-	}
-	return "hash recreated (counters untouched)", nil
 }
 
 func (r *Reconciler) outbox(ctx context.Context, rep *Report) error {
@@ -327,7 +267,18 @@ func (r *Reconciler) outbox(ctx context.Context, rep *Report) error {
 // auto records a repair by its fixed id and, if this run recorded it first,
 // executes it.
 func (r *Reconciler) auto(ctx context.Context, rep *Report, typ, object string, version int64, target string, ev map[string]any, do func() (string, error)) {
-	a := Anomaly{Type: typ, Object: object, RepairID: RepairID(typ, object, version, target), Evidence: ev}
+	r.autoKeyed(ctx, rep, typ, object, version, target, "", ev, do)
+}
+
+// autoKeyed is auto whose repair_id also depends on key: one repair per
+// distinct occurrence (e.g. per lost saga run) of the same object at the same
+// version.
+func (r *Reconciler) autoKeyed(ctx context.Context, rep *Report, typ, object string, version int64, target, key string, ev map[string]any, do func() (string, error)) {
+	idTarget := target
+	if key != "" {
+		idTarget += "|" + key
+	}
+	a := Anomaly{Type: typ, Object: object, RepairID: RepairID(typ, object, version, idTarget), Evidence: ev}
 	r.m.Anomaly.WithLabelValues(typ).Inc()
 	first, err := r.record(ctx, a, version, target, "PENDING")
 	switch {
@@ -340,7 +291,8 @@ func (r *Reconciler) auto(ctx context.Context, rep *Report, typ, object string, 
 		status := "APPLIED"
 		a.Action, a.Detail = ActionRepaired, detail
 		if err != nil {
-			status, a.Action, a.Detail = "MANUAL", ActionRepairFailed, err.Error()
+			// FAILED, not MANUAL: the next run retries it under the same repair_id.
+			status, a.Action, a.Detail = "FAILED", ActionRepairFailed, err.Error()
 		}
 		if _, uerr := r.pool.Exec(ctx, `UPDATE repair_task SET status = $2, result = $3, after_state = $4, updated_at = clock_timestamp()
 			WHERE repair_id = $1`, a.RepairID, status, a.Detail, mustJSON(map[string]string{"result": a.Detail})); uerr != nil {
@@ -368,20 +320,29 @@ func (r *Reconciler) manual(ctx context.Context, rep *Report, typ, object string
 	rep.Anomalies = append(rep.Anomalies, a)
 }
 
+// record writes the repair_task of an anomaly; true means this run owns the
+// repair: it recorded it first, or takes over one that FAILED before or was
+// left PENDING by a run that died (older than staleRepair).
 func (r *Reconciler) record(ctx context.Context, a Anomaly, version int64, target, status string) (bool, error) {
 	objType, objID, _ := strings.Cut(a.Object, ":")
 	tag, err := r.pool.Exec(ctx, `
 		INSERT INTO repair_task (repair_id, object_type, object_id, rule_name, expected_version, target_state, status,
 		                         operator, reason, evidence, before_state)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, 'reconciler', $8, $9, $9)
-		ON CONFLICT (repair_id) DO NOTHING`,
+		ON CONFLICT (repair_id) DO UPDATE SET status = EXCLUDED.status, evidence = EXCLUDED.evidence, updated_at = clock_timestamp()
+		WHERE EXCLUDED.status = 'PENDING' AND (repair_task.status = 'FAILED'
+		   OR (repair_task.status = 'PENDING' AND repair_task.updated_at < clock_timestamp() - $10::interval))`,
 		a.RepairID, strings.ToUpper(objType), objID, "RECONCILE:"+a.Type, version, target, status,
-		nonEmpty(a.Detail, a.Type), mustJSON(a.Evidence))
+		nonEmpty(a.Detail, a.Type), mustJSON(a.Evidence), staleRepair.String())
 	if err != nil {
 		return false, fmt.Errorf("record repair: %w", err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+// staleRepair is how long a PENDING repair may belong to a run before
+// another run takes it over (the first died mid-repair).
+const staleRepair = 10 * time.Minute
 
 func (r *Reconciler) compensationGauges(ctx context.Context) {
 	var n int64
@@ -398,9 +359,10 @@ func (r *Reconciler) store(ctx context.Context, rep Report) error {
 	if rep.ActivityID != 0 {
 		act = &rep.ActivityID
 	}
-	_, err := r.pool.Exec(ctx, `INSERT INTO reconcile_report (report_id, activity_id, watermark, started_at, finished_at, summary, anomalies)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, rep.ReportID, act, rep.Watermark, rep.StartedAt, rep.FinishedAt,
-		mustJSON(rep.Summary), mustJSON(rep.Anomalies))
+	_, err := r.pool.Exec(ctx, `INSERT INTO reconcile_report (report_id, activity_id, watermark, started_at, finished_at, summary, anomalies,
+		skus, reservations_checked)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, rep.ReportID, act, rep.Watermark, rep.StartedAt, rep.FinishedAt,
+		mustJSON(rep.Summary), mustJSON(rep.Anomalies), rep.SKUs, rep.Checked)
 	if err != nil {
 		return fmt.Errorf("store report: %w", err)
 	}
@@ -412,9 +374,10 @@ func Load(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) (Report, error)
 	var rep Report
 	var act *int64
 	var summary, anomalies []byte
-	err := pool.QueryRow(ctx, `SELECT report_id, activity_id, watermark, started_at, finished_at, summary, anomalies
+	err := pool.QueryRow(ctx, `SELECT report_id, activity_id, watermark, started_at, finished_at, summary, anomalies, skus, reservations_checked
 		FROM reconcile_report WHERE ($1 = '00000000-0000-0000-0000-000000000000'::uuid OR report_id = $1)
-		ORDER BY started_at DESC LIMIT 1`, id).Scan(&rep.ReportID, &act, &rep.Watermark, &rep.StartedAt, &rep.FinishedAt, &summary, &anomalies)
+		ORDER BY started_at DESC LIMIT 1`, id).Scan(&rep.ReportID, &act, &rep.Watermark, &rep.StartedAt, &rep.FinishedAt, &summary, &anomalies,
+		&rep.SKUs, &rep.Checked)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return rep, fmt.Errorf("no reconcile report %v", id)
 	}

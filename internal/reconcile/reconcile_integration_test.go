@@ -189,4 +189,9 @@ func TestReconcileCraftedDrift(t *testing.T) {
 	if err != nil || stored.ReportID != rep2.ReportID || len(stored.Anomalies) != len(rep2.Anomalies) {
 		t.Fatalf("stored report = %+v, %v", stored, err)
 	}
+	// What `seckill reconcile run --json` prints is the stored report: its figures too.
+	if stored.SKUs != 1 || stored.Checked != rep2.Checked || stored.Checked < 3 {
+		t.Fatalf("stored report says %d skus, %d reservations checked; the run checked %d skus, %d reservations",
+			stored.SKUs, stored.Checked, rep2.SKUs, rep2.Checked)
+	}
 }

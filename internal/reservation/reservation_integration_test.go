@@ -40,7 +40,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // newRig sets up a live SKU with stock in Redis and a Reserver on the real
 // Redis and RocketMQ of the stack.
-func newRig(t *testing.T, stock int) *rig {
+func newRig(t *testing.T, stock int, tune ...func(*reservation.Options)) *rig {
 	t.Helper()
 	cfg := testenv.Require(t)
 	rdb := testenv.Redis(t, cfg)
@@ -74,10 +74,14 @@ func newRig(t *testing.T, stock int) *rig {
 	})
 	m := metrics.NewReservation(prometheus.NewRegistry())
 	fp := &failpoint.Set{}
-	r, err := reservation.NewReserver(rdb, d, prod, reservation.Options{
+	opt := reservation.Options{
 		Topic: cfg.TopicOrderCreate, SendTimeout: 3 * time.Second, SendDueDelay: 2 * time.Second,
-		ReservationTTL: time.Hour, MaxAttempts: 10, SoldOutMemo: 200 * time.Millisecond,
-	}, m, fp, quiet)
+		ReservationTTL: time.Hour, SoldOutMemo: 200 * time.Millisecond,
+	}
+	for _, f := range tune {
+		f(&opt)
+	}
+	r, err := reservation.NewReserver(rdb, d, prod, opt, m, fp, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +103,22 @@ func (r *rig) counters(t *testing.T) (initial, avail, open, committed int) {
 	return n(v[0]), n(v[1]), n(v[2]), n(v[3])
 }
 
+// dueNow counts the send_due items due now: a published reservation stays in
+// send_due (until its order or compensation settles it) but is not due again
+// before its business deadline.
+func (r *rig) dueNow(t *testing.T) int64 {
+	t.Helper()
+	n, err := r.rdb.ZCount(context.Background(), r.k.SendDue(), "-inf", fmt.Sprint(time.Now().UnixMilli())).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func (r *rig) scanner(t *testing.T) *senddue.Scanner {
 	t.Helper()
 	s, err := senddue.New(r.rdb, r.prod, senddue.Options{Topic: r.cfg.TopicOrderCreate, Lease: 5 * time.Second,
-		SendTimeout: 3 * time.Second, MaxAttempts: 10, Concurrency: 16}, r.m, quiet)
+		SendTimeout: 3 * time.Second, Concurrency: 16}, r.m, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,11 +264,11 @@ func TestBurstExactlyNReservationsAndOneMessageEach(t *testing.T) {
 		msgIDs = append(msgIDs, r.rdb.HGet(ctx, r.k.Reservation(rid.String()), "message_id").Val())
 	}
 	scan := r.scanner(t)
-	waitFor(t, 60*time.Second, "every message on the topic and send_due empty", func() bool {
+	waitFor(t, 60*time.Second, "every message on the topic and nothing due to send", func() bool {
 		if _, err := scan.ScanOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
-		return col.has(msgIDs) == 0 && r.rdb.ZCard(ctx, r.k.SendDue()).Val() == 0
+		return col.has(msgIDs) == 0 && r.dueNow(t) == 0
 	})
 	col.mu.Lock()
 	defer col.mu.Unlock()
@@ -295,8 +311,8 @@ func TestCrashAfterReserveScannerResendsSameMessageID(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "re-sent message on the topic", func() bool { return col.has([]string{want.MessageID.String()}) == 0 })
 	h = r.rdb.HGetAll(ctx, r.k.Reservation(want.ReservationID.String())).Val()
-	if h["mq_state"] != "PUBLISHED" || r.rdb.ZCard(ctx, r.k.SendDue()).Val() != 0 {
-		t.Fatalf("after re-send: reservation %v, send_due size %d", h, r.rdb.ZCard(ctx, r.k.SendDue()).Val())
+	if h["mq_state"] != "PUBLISHED" || r.dueNow(t) != 0 {
+		t.Fatalf("after re-send: reservation %v, %d due in send_due", h, r.dueNow(t))
 	}
 	// The client's retry of the same request gets the same reservation.
 	res, err := r.res.Reserve(ctx, 77, r.k.ActivityID, r.k.SKUID, req)
@@ -327,7 +343,7 @@ func TestLeaseOfACrashedScannerExpires(t *testing.T) {
 	if n, err := r.scanner(t).ScanOnce(ctx); n != 1 || err != nil {
 		t.Fatalf("second scanner handled %d (%v), want the abandoned item", n, err)
 	}
-	if r.rdb.ZCard(ctx, r.k.SendDue()).Val() != 0 {
+	if r.dueNow(t) != 0 {
 		t.Fatal("item still due after the take-over sent it")
 	}
 }
@@ -392,4 +408,39 @@ func derive(t *testing.T, cfg config.Config) *ids.Deriver {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// The sold-out memo answers without the script, but never differently from
+// it for the same Idempotency-Key: a request first refused ALREADY_RESERVED
+// (the user holds another reservation) is refused so again, and an admitted
+// one is QUEUED again, while a new buyer gets SOLD_OUT.
+func TestSoldOutMemoGivesTheSameKeyTheSameAnswer(t *testing.T) {
+	r := newRig(t, 1, func(o *reservation.Options) { o.SoldOutMemo = time.Minute })
+	ctx := context.Background()
+	first, second := uuid.New(), uuid.New()
+	admitted, err := r.res.Reserve(ctx, 1, r.k.ActivityID, r.k.SKUID, first)
+	if err != nil || admitted.Code != reservation.Queued {
+		t.Fatalf("first = %+v, %v", admitted, err)
+	}
+	again, err := r.res.Reserve(ctx, 1, r.k.ActivityID, r.k.SKUID, second)
+	if err != nil || again.Code != reservation.AlreadyReserved {
+		t.Fatalf("the same user's second key = %+v, %v; want ALREADY_RESERVED", again, err)
+	}
+	if res, err := r.res.Reserve(ctx, 2, r.k.ActivityID, r.k.SKUID, uuid.New()); err != nil || res.Code != reservation.SoldOut {
+		t.Fatalf("another buyer = %+v, %v; want SOLD_OUT (and the memo set)", res, err)
+	}
+	memo := testutil.ToFloat64(r.m.SoldOutMemo)
+	if res, err := r.res.Reserve(ctx, 1, r.k.ActivityID, r.k.SKUID, second); err != nil || res.Code != reservation.AlreadyReserved ||
+		res.ReservationID != admitted.ReservationID {
+		t.Fatalf("retry of the ALREADY_RESERVED key under the memo = %+v, %v", res, err)
+	}
+	if res, err := r.res.Reserve(ctx, 1, r.k.ActivityID, r.k.SKUID, first); err != nil || res.Code != reservation.Queued || !res.Duplicate {
+		t.Fatalf("retry of the admitted key under the memo = %+v, %v", res, err)
+	}
+	if res, err := r.res.Reserve(ctx, 3, r.k.ActivityID, r.k.SKUID, uuid.New()); err != nil || res.Code != reservation.SoldOut {
+		t.Fatalf("a new buyer under the memo = %+v, %v", res, err)
+	}
+	if testutil.ToFloat64(r.m.SoldOutMemo) != memo+1 {
+		t.Fatalf("memo answers %v → %v, want only the new buyer's from the memo", memo, testutil.ToFloat64(r.m.SoldOutMemo))
+	}
 }

@@ -69,8 +69,10 @@ type Options struct {
 	SendDueDelay   time.Duration // the scanner may re-send after this
 	RetryBackoff   time.Duration // after a failed/unknown gateway send
 	ReservationTTL time.Duration // garbage collection only
-	MaxAttempts    int
-	SoldOutMemo    time.Duration
+	// RecheckAfter: a published reservation still unsettled this long after
+	// its business deadline is looked at (and re-sent) by the scanner again.
+	RecheckAfter time.Duration
+	SoldOutMemo  time.Duration
 	// MaxBatch and Linger shape the batches of immediate sends (default 64, 1 ms).
 	MaxBatch int
 	Linger   time.Duration
@@ -100,11 +102,14 @@ func NewReserver(rdb redis.Cmdable, d *ids.Deriver, pub BatchPublisher, opt Opti
 	if rdb == nil || d == nil || pub == nil || m == nil || log == nil {
 		return nil, errors.New("reservation: nil dependency")
 	}
-	if opt.Topic == "" || opt.SendTimeout <= 0 || opt.SendDueDelay <= 0 || opt.ReservationTTL <= 0 || opt.MaxAttempts <= 0 {
+	if opt.Topic == "" || opt.SendTimeout <= 0 || opt.SendDueDelay <= 0 || opt.ReservationTTL <= 0 {
 		return nil, fmt.Errorf("reservation: incomplete options %+v", opt)
 	}
 	if opt.RetryBackoff <= 0 {
 		opt.RetryBackoff = time.Second
+	}
+	if opt.RecheckAfter <= 0 {
+		opt.RecheckAfter = DefaultRecheckAfter
 	}
 	if opt.MaxBatch <= 0 {
 		opt.MaxBatch = 64
@@ -142,21 +147,25 @@ func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64,
 	k := lua.Keys{ActivityID: activityID, SKUID: skuID}
 	now := r.now()
 	if until, ok := r.memo.Load(k); ok && now.Before(until.(time.Time)) {
-		// Known sold out: one GET keeps idempotency (a retry of an admitted
-		// request gets its original answer) without running the script.
-		prior, err := r.rdb.Get(ctx, k.Request(userID, requestID.String())).Result()
-		switch {
-		case errors.Is(err, redis.Nil):
-			r.m.SoldOutMemo.Inc()
-			return Result{Code: SoldOut}, nil
-		case err != nil:
+		// Known sold out: one MGET keeps the script's answers for the same
+		// key (a retry of an admitted request gets QUEUED again, a user who
+		// holds another reservation ALREADY_RESERVED) without running it.
+		v, err := r.rdb.MGet(ctx, k.Request(userID, requestID.String()), k.User(userID)).Result()
+		if err != nil {
 			return Result{}, fmt.Errorf("read request map: %w", err)
 		}
-		rid, err := uuid.Parse(prior)
-		if err != nil {
-			return Result{}, fmt.Errorf("request map holds %q: %w", prior, err)
+		if prior, ok := v[0].(string); ok {
+			rid, err := uuid.Parse(prior)
+			if err != nil {
+				return Result{}, fmt.Errorf("request map holds %q: %w", prior, err)
+			}
+			return Result{Code: Queued, ReservationID: rid, Duplicate: true, Status: "UNKNOWN"}, nil
 		}
-		return Result{Code: Queued, ReservationID: rid, Duplicate: true, Status: "UNKNOWN"}, nil
+		if holder, ok := v[1].(string); ok {
+			return r.alreadyReserved(ctx, k, holder, requestID)
+		}
+		r.m.SoldOutMemo.Inc()
+		return Result{Code: SoldOut}, nil
 	}
 
 	id, err := r.ids.ForRequest(0, activityID, skuID, userID, requestID)
@@ -255,15 +264,35 @@ func classify(_ mq.SendResult, err error) (outcome, errText string) {
 	}
 }
 
-// MarkSent records a send outcome with lua/send_done.lua. It returns the new
-// mq_state (GAVE_UP when attempts ran out, MISSING when the hash is gone).
-func MarkSent(ctx context.Context, rdb redis.Scripter, k lua.Keys, rid uuid.UUID, outcome string,
-	nextDue time.Time, maxAttempts int, errText string) (string, error) {
-	if len(errText) > 500 {
-		errText = errText[:500]
-	}
-	res, err := lua.SendDone.Run(ctx, rdb, []string{k.Reservation(rid.String()), k.SendDue(), k.Counter()},
-		rid.String(), outcome, nextDue.UnixMilli(), maxAttempts, errText).Slice()
+// DefaultRecheckAfter is Options.RecheckAfter's default.
+const DefaultRecheckAfter = time.Minute
+
+// Sent is one recorded send outcome of a reservation.
+type Sent struct {
+	Outcome string
+	// NextDue is when to send again after UNKNOWN or FAILED.
+	NextDue time.Time
+	// Recheck is when to look again after PUBLISHED, should the reservation
+	// still be unsettled (no order projected, no compensation) by then.
+	Recheck time.Time
+	ErrText string
+}
+
+// Send states MarkSent returns besides the outcomes.
+const (
+	// StateSettled: the reservation left RESERVED; it is out of send_due.
+	StateSettled = "SETTLED"
+	// StateMissing: the reservation hash is gone (counted; reconciliation owns it).
+	StateMissing = "MISSING"
+	// StatePending: the message is not on the broker yet (the last send failed).
+	StatePending = "PENDING"
+)
+
+// MarkSent records a send outcome with lua/send_done.lua and returns the
+// reservation's mq_state afterwards (PUBLISHED, UNKNOWN, PENDING), or
+// StateSettled / StateMissing.
+func MarkSent(ctx context.Context, rdb redis.Scripter, k lua.Keys, rid uuid.UUID, s Sent) (string, error) {
+	res, err := lua.SendDone.Run(ctx, rdb, []string{k.Reservation(rid.String()), k.SendDue(), k.Counter()}, sendDoneArgs(rid, s)...).Slice()
 	if err != nil {
 		return "", fmt.Errorf("record send outcome: %w", err)
 	}
@@ -271,14 +300,21 @@ func MarkSent(ctx context.Context, rdb redis.Scripter, k lua.Keys, rid uuid.UUID
 }
 
 // markSent queues lua/send_done.lua by EVALSHA on a pipeline.
-func markSent(ctx context.Context, rdb redis.Scripter, k lua.Keys, f Fields, outcome string, nextDue time.Time,
-	maxAttempts int, errText string) *redis.Cmd {
-	if len(errText) > 500 {
-		errText = errText[:500]
+func markSent(ctx context.Context, rdb redis.Scripter, k lua.Keys, rid uuid.UUID, s Sent) *redis.Cmd {
+	return lua.SendDone.EvalSha(ctx, rdb, []string{k.Reservation(rid.String()), k.SendDue(), k.Counter()}, sendDoneArgs(rid, s)...)
+}
+
+func sendDoneArgs(rid uuid.UUID, s Sent) []any {
+	if len(s.ErrText) > 500 {
+		s.ErrText = s.ErrText[:500]
 	}
-	rid := f.ReservationID.String()
-	return lua.SendDone.EvalSha(ctx, rdb, []string{k.Reservation(rid), k.SendDue(), k.Counter()},
-		rid, outcome, nextDue.UnixMilli(), maxAttempts, errText)
+	return []any{rid.String(), s.Outcome, s.NextDue.UnixMilli(), s.Recheck.UnixMilli(), s.ErrText}
+}
+
+// RecheckAt is when a reservation published now is looked at again if it is
+// still unsettled: after its business deadline plus after.
+func RecheckAt(deadlineMS int64, now time.Time, after time.Duration) time.Time {
+	return time.UnixMilli(max(deadlineMS, now.UnixMilli())).Add(after)
 }
 
 // SKUKey parses an "activity:sku" member of lua.ActiveSKUs.

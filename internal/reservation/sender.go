@@ -109,15 +109,18 @@ func (r *Reserver) sendBatch(batch []sendItem) {
 	if err := r.fp.Check(failpoint.AfterMQSendBeforeRedisMark); err != nil {
 		return
 	}
-	next := r.now().Add(r.opt.RetryBackoff)
+	now := r.now()
+	sent := func(it sendItem) Sent {
+		return Sent{Outcome: outcome, NextDue: now.Add(r.opt.RetryBackoff), Recheck: RecheckAt(it.f.DeadlineMS, now, r.opt.RecheckAfter), ErrText: errText}
+	}
 	pipe := r.rdb.Pipeline()
 	for _, it := range sendable {
-		markSent(ctx, pipe, it.k, it.f, outcome, next, r.opt.MaxAttempts, errText)
+		markSent(ctx, pipe, it.k, it.f.ReservationID, sent(it))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		if redis.HasErrorPrefix(err, "NOSCRIPT") { // Redis lost its script cache: mark one by one (EVAL fallback)
 			for _, it := range sendable {
-				if _, err = MarkSent(ctx, r.rdb, it.k, it.f.ReservationID, outcome, next, r.opt.MaxAttempts, errText); err != nil {
+				if _, err = MarkSent(ctx, r.rdb, it.k, it.f.ReservationID, sent(it)); err != nil {
 					break
 				}
 			}

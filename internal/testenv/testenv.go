@@ -58,6 +58,9 @@ const (
 	TopicEvents         = "seckill_test_events"
 	TopicE2EOrderCreate = "seckill_e2e_create"
 	TopicE2EEvents      = "seckill_e2e_events"
+	// TopicDeadLetterTest carries the dead-letter test's messages only, so its
+	// fresh consumer groups do not wade through every other test's backlog.
+	TopicDeadLetterTest = "seckill_test_dlq"
 )
 
 // Database creates a fresh database on the stack's PostgreSQL, applies the

@@ -23,7 +23,13 @@
 ROCKETMQ_NAMESRV_ADDR=127.0.0.1:9876
 ROCKETMQ_BROKER_ADDR=127.0.0.1:10911
 ROCKETMQ_CLUSTER=DefaultCluster
-: "${ROCKETMQ_TOPICS:=seckill_order_create seckill_order_events seckill_smoke seckill_test_create seckill_test_events seckill_e2e_create seckill_e2e_events seckill_bench_create}"
+# The %DLQ%<group> topics are the dead-letter queues of the saga starter's
+# consumer groups (internal/config StarterGroup, the tests' and e2e's groups,
+# workers/deadletter's test group). The broker would create one itself on the
+# first dead letter, but only with one queue and without a route until then, so
+# the dead-letter consumer (workers/deadletter) could not start; created here
+# with read+write permission (perm 6) it starts at once.
+: "${ROCKETMQ_TOPICS:=seckill_order_create seckill_order_events seckill_smoke seckill_test_create seckill_test_events seckill_e2e_create seckill_e2e_events seckill_bench_create seckill_test_dlq %DLQ%saga-starter %DLQ%saga-starter-test %DLQ%saga-starter-e2e %DLQ%saga-starter-dlqtest}"
 : "${ROCKETMQ_TOPIC_QUEUES:=4}"
 : "${ROCKETMQ_JAVA:=java}"
 
@@ -143,7 +149,9 @@ _rmq_broker_registered() {
   port_open 127.0.0.1 10911
 }
 
-# _rmq_topic_exists TOPIC: the broker's persisted topic table has TOPIC.
+# _rmq_topic_exists TOPIC: the broker's persisted topic table has TOPIC. TOPIC
+# goes into an extended regular expression unquoted: topic names are
+# [%|a-zA-Z0-9_-] (RocketMQ's rule), where only | would be special; ours have none.
 _rmq_topic_exists() {
   grep -Eq "\"topicName\"[[:space:]]*:[[:space:]]*\"$1\"" "$(_rmq_dir)/store/config/topics.json" 2>/dev/null
 }

@@ -1,7 +1,9 @@
 // Package sagastarter consumes ORDER_CREATE_REQUESTED from RocketMQ and starts
 // one ReservationSaga per reservation. It acknowledges a message only after
 // Temporal accepted the start; starting twice is harmless (workflow ID from
-// reservation_id, conflict policy use-existing). Malformed messages and
+// reservation_id, conflict policy use-existing). Its consumer_inbox row says
+// RECEIVED until Temporal accepted the start and SAGA_STARTED after, so the
+// inbox never claims a saga that does not exist. Malformed messages and
 // same-id-different-payload messages are quarantined, never dropped.
 package sagastarter
 
@@ -17,10 +19,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
@@ -90,7 +90,7 @@ func (s *Starter) handle(ctx context.Context, d mq.Delivered) (string, error) {
 	}
 	s.lag.Set(time.Since(m.ReservedAt).Seconds())
 	hash := activities.PayloadHash(m)
-	dup, err := s.recordInbox(ctx, d, m, hash)
+	prior, err := s.recordInbox(ctx, d, m, hash)
 	if err != nil {
 		if errors.Is(err, errPayloadConflict) {
 			if s.PayloadConflicts != nil {
@@ -100,57 +100,87 @@ func (s *Starter) handle(ctx context.Context, d mq.Delivered) (string, error) {
 		}
 		return "", err
 	}
+	// Started again even when the inbox says SAGA_STARTED: the call is
+	// idempotent and cheap next to a saga that would otherwise never exist.
 	if err := s.start(ctx, m); err != nil {
+		return "", err // the row stays RECEIVED; the redelivery starts it
+	}
+	if prior == inboxSagaStarted {
+		return ResultDuplicate, nil
+	}
+	marked, err := s.markStarted(ctx, m)
+	if err != nil {
 		return "", err
 	}
-	if dup {
-		return ResultDuplicate, nil
+	if !marked {
+		return ResultDuplicate, nil // a concurrent delivery of the same message recorded it
 	}
 	return ResultStarted, nil
 }
 
+// result_code values of the starter's consumer_inbox rows.
+const (
+	// inboxReceived: the message was accepted, Temporal has not (yet) accepted the saga's start.
+	inboxReceived = "RECEIVED"
+	// inboxSagaStarted: Temporal accepted the start (or already had the saga).
+	inboxSagaStarted = "SAGA_STARTED"
+)
+
 var errPayloadConflict = errors.New("same message_id with a different payload")
 
-// recordInbox writes the starter's inbox row; dup reports an earlier delivery.
-func (s *Starter) recordInbox(ctx context.Context, d mq.Delivered, m events.OrderCreateRequested, hash []byte) (dup bool, err error) {
+// recordInbox writes the starter's inbox row as RECEIVED. prior is the
+// result_code of an earlier delivery's row, "" when this delivery inserted it.
+func (s *Starter) recordInbox(ctx context.Context, d mq.Delivered, m events.OrderCreateRequested, hash []byte) (prior string, err error) {
 	tag, err := s.pool.Exec(ctx, `
 		INSERT INTO consumer_inbox (consumer_group, message_id, topic, event_type, reservation_id, request_id, payload_hash, result_code)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, 'SAGA_STARTED')
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (consumer_group, message_id) DO NOTHING`,
-		ConsumerGroup, m.MessageID, d.Topic, m.EventType, m.ReservationID, m.RequestID, hash)
+		ConsumerGroup, m.MessageID, d.Topic, m.EventType, m.ReservationID, m.RequestID, hash, inboxReceived)
 	if err != nil {
-		return false, fmt.Errorf("starter inbox: %w", err)
+		return "", fmt.Errorf("starter inbox: %w", err)
 	}
 	if tag.RowsAffected() == 1 {
-		return false, nil
+		return "", nil
 	}
-	var prior []byte
-	if err := s.pool.QueryRow(ctx, `SELECT payload_hash FROM consumer_inbox WHERE consumer_group = $1 AND message_id = $2`,
-		ConsumerGroup, m.MessageID).Scan(&prior); err != nil {
-		return true, fmt.Errorf("read starter inbox: %w", err)
+	var priorHash []byte
+	if err := s.pool.QueryRow(ctx, `SELECT payload_hash, result_code FROM consumer_inbox WHERE consumer_group = $1 AND message_id = $2`,
+		ConsumerGroup, m.MessageID).Scan(&priorHash, &prior); err != nil {
+		return "", fmt.Errorf("read starter inbox: %w", err)
 	}
-	if !bytes.Equal(prior, hash) {
-		return true, errPayloadConflict
+	if !bytes.Equal(priorHash, hash) {
+		return prior, errPayloadConflict
 	}
-	return true, nil
+	return prior, nil
+}
+
+// markStarted records that Temporal accepted the saga's start: RECEIVED →
+// SAGA_STARTED. marked is false when another delivery of the same message
+// recorded it first (the row was re-read and says SAGA_STARTED).
+func (s *Starter) markStarted(ctx context.Context, m events.OrderCreateRequested) (marked bool, err error) {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE consumer_inbox SET result_code = $3, processed_at = clock_timestamp()
+		WHERE consumer_group = $1 AND message_id = $2 AND result_code = $4`,
+		ConsumerGroup, m.MessageID, inboxSagaStarted, inboxReceived)
+	if err != nil {
+		return false, fmt.Errorf("record saga of %s started in the starter inbox: %w", m.ReservationID, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	var now string
+	if err := s.pool.QueryRow(ctx, `SELECT result_code FROM consumer_inbox WHERE consumer_group = $1 AND message_id = $2`,
+		ConsumerGroup, m.MessageID).Scan(&now); err != nil {
+		return false, fmt.Errorf("re-read starter inbox of message %s: %w", m.MessageID, err)
+	}
+	if now != inboxSagaStarted {
+		return false, fmt.Errorf("starter inbox of message %s is %q, want %s or %s", m.MessageID, now, inboxReceived, inboxSagaStarted)
+	}
+	return false, nil
 }
 
 // start starts the saga, or finds it already there.
 func (s *Starter) start(ctx context.Context, m events.OrderCreateRequested) error {
-	_, err := s.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       workflows.ReservationWorkflowID(m.ReservationID.String()),
-		TaskQueue:                s.taskQueue,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		// A finished saga is never started again by a late duplicate.
-		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		// Shown on the workflow's page in the UI (not searchable; no personal data).
-		Memo: map[string]any{"activity_id": m.ActivityID, "sku_id": m.SKUID, "message_id": m.MessageID.String(),
-			"reserved_at": m.ReservedAt, "business_deadline": m.BusinessDeadline},
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.SearchReservationStatus.ValueSet(workflows.StatusReserved),
-			workflows.SearchActivityID.ValueSet(m.ActivityID),
-			workflows.SearchSKUID.ValueSet(m.SKUID)),
-	}, workflows.ReservationSaga, workflows.SagaInput{Message: m})
+	_, err := s.temporal.ExecuteWorkflow(ctx, workflows.SagaStartOptions(s.taskQueue, m), workflows.ReservationSaga, workflows.SagaInput{Message: m})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
 		return fmt.Errorf("start saga of %s: %w", m.ReservationID, err)

@@ -3,6 +3,7 @@ package sagastarter_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/mq"
@@ -188,4 +191,97 @@ func consumed(t *testing.T, reg *prometheus.Registry, result string) float64 {
 		}
 	}
 	return 0
+}
+
+// failingStart is a Temporal client whose ExecuteWorkflow fails: Temporal did
+// not accept the start.
+type failingStart struct {
+	client.Client
+}
+
+var errStartRefused = errors.New("test: temporal refused the start")
+
+func (failingStart) ExecuteWorkflow(context.Context, client.StartWorkflowOptions, any, ...any) (client.WorkflowRun, error) {
+	return nil, errStartRefused
+}
+
+// A start Temporal did not accept is not recorded as SAGA_STARTED: the
+// delivery asks for redelivery and the inbox row stays RECEIVED; the
+// redelivery starts the saga and only then records SAGA_STARTED.
+func TestFailedStartIsNotRecordedAsStarted(t *testing.T) {
+	cfg := testenv.Require(t)
+	_, pool := testenv.Database(t, cfg)
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	tc, err := temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	queue := fmt.Sprintf("starter-test-%x", testenv.RandomUint64())
+	failReg := prometheus.NewRegistry()
+	failing, err := sagastarter.New(pool, failingStart{tc}, queue, failReg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := message()
+	d := delivery(t, m)
+	wid := workflows.ReservationWorkflowID(m.ReservationID.String())
+	inbox := func() (code string, processedAt, createdAt time.Time) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT result_code, processed_at, created_at FROM consumer_inbox WHERE consumer_group = $1 AND message_id = $2`,
+			sagastarter.ConsumerGroup, m.MessageID).Scan(&code, &processedAt, &createdAt); err != nil {
+			t.Fatalf("read inbox row: %v", err)
+		}
+		return code, processedAt, createdAt
+	}
+
+	if err := failing.Handle(ctx, d); !errors.Is(err, errStartRefused) {
+		t.Fatalf("Handle with a refused start = %v, want an error wrapping %v (redelivery)", err, errStartRefused)
+	}
+	if code, _, _ := inbox(); code == "SAGA_STARTED" {
+		t.Fatal("inbox says SAGA_STARTED although Temporal refused the start")
+	} else if code != "RECEIVED" {
+		t.Fatalf("inbox result_code = %q after a refused start, want RECEIVED", code)
+	}
+	if got := consumed(t, failReg, sagastarter.ResultRetry); got != 1 {
+		t.Fatalf("retry counter = %v, want 1", got)
+	}
+	var notFound *serviceerror.NotFound
+	if _, err := tc.DescribeWorkflowExecution(ctx, wid, ""); !errors.As(err, &notFound) {
+		t.Fatalf("describe %s after a refused start: %v, want NotFound", wid, err)
+	}
+
+	// The redelivery, through a Starter whose Temporal accepts the start.
+	reg := prometheus.NewRegistry()
+	st, err := sagastarter.New(pool, tc, queue, reg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.ReconsumeTimes = 1
+	if err := st.Handle(ctx, d); err != nil {
+		t.Fatalf("redelivery: %v", err)
+	}
+	t.Cleanup(func() { tc.TerminateWorkflow(context.Background(), wid, "", "test done") })
+	code, processedAt, createdAt := inbox()
+	if code != "SAGA_STARTED" {
+		t.Fatalf("inbox result_code = %q after the accepted start, want SAGA_STARTED", code)
+	}
+	if !processedAt.After(createdAt) {
+		t.Errorf("processed_at %v not after created_at %v: the row was not updated when the start was accepted", processedAt, createdAt)
+	}
+	desc, err := tc.DescribeWorkflowExecution(ctx, wid, "")
+	if err != nil {
+		t.Fatalf("saga not started by the redelivery: %v", err)
+	}
+	if desc.WorkflowExecutionInfo.Status != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Fatalf("saga status %v", desc.WorkflowExecutionInfo.Status)
+	}
+	if got := consumed(t, reg, sagastarter.ResultStarted); got != 1 {
+		t.Fatalf("started counter = %v, want 1 (the delivery that recorded the start)", got)
+	}
+	var rows int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM consumer_inbox WHERE message_id = $1`, m.MessageID).Scan(&rows); err != nil || rows != 1 {
+		t.Fatalf("inbox rows of the message = %d (%v), want 1", rows, err)
+	}
 }

@@ -24,12 +24,18 @@ func Register(r worker.Registry, acts *activities.Activities, rec *reconcile.Act
 }
 
 // New builds a worker on taskQueue whose concurrent activities are bounded
-// by maxActivities (keep it within the PostgreSQL pool: seed §11.3).
-func New(c client.Client, taskQueue string, acts *activities.Activities, rec *reconcile.Activities, maxActivities int) worker.Worker {
-	w := temporalx.NewWorker(c, taskQueue, worker.Options{
+// by maxActivities (keep it within the PostgreSQL pool: seed §11.3) and
+// whose activities are watched and their errors classified as ao says
+// (temporalx.ActivityInterceptor).
+func New(c client.Client, taskQueue string, acts *activities.Activities, rec *reconcile.Activities, maxActivities int,
+	ao temporalx.InterceptorOptions) (worker.Worker, error) {
+	w, err := temporalx.NewWorker(c, taskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize:     maxActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: 64,
-	})
+	}, ao)
+	if err != nil {
+		return nil, err
+	}
 	Register(w, acts, rec)
-	return w
+	return w, nil
 }

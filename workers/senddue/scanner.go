@@ -1,7 +1,10 @@
 // Package senddue is the send-due scanner (seed §7.2, §10.2): it re-sends
 // ORDER_CREATE_REQUESTED for reservations the gateway could not confirm as
 // sent, with the same message_id, claiming work by lease so that several
-// scanners can run at once and a crashed one loses nothing.
+// scanners can run at once and a crashed one loses nothing. It never gives
+// up: an unsent reservation is retried at a capped backoff for as long as it
+// is RESERVED in Redis, and a published one still unsettled past its business
+// deadline is re-sent now and then (reconciliation rejects it durably).
 package senddue
 
 import (
@@ -28,19 +31,27 @@ type Options struct {
 	Batch       int           // items claimed per SKU per scan
 	Concurrency int           // sends in flight
 	SendTimeout time.Duration
-	MaxAttempts int
 	BaseBackoff time.Duration // first retry delay; doubles per attempt
-	MaxBackoff  time.Duration
+	MaxBackoff  time.Duration // the cap: an outage of any length is retried at this pace
+	// RecheckAfter: a published reservation still unsettled this long after
+	// its business deadline is re-sent; later rechecks back off to MaxRecheck.
+	RecheckAfter time.Duration
+	MaxRecheck   time.Duration
+	// ActiveSKUs is the Redis set of "activity:sku" members to scan
+	// (default lua.ActiveSKUs, which sale set-up fills); a test scans a set
+	// of its own so that no other scanner touches its reservations.
+	ActiveSKUs string
 }
 
 // Scanner re-sends due reservations.
 type Scanner struct {
-	rdb redis.Cmdable
-	pub reservation.Publisher
-	opt Options
-	m   *metrics.Reservation
-	log *slog.Logger
-	now func() time.Time
+	rdb    redis.Cmdable
+	pub    reservation.Publisher
+	opt    Options
+	m      *metrics.Reservation
+	log    *slog.Logger
+	now    func() time.Time
+	unsent unsentSet
 }
 
 // New returns a Scanner; every dependency is required.
@@ -48,7 +59,7 @@ func New(rdb redis.Cmdable, pub reservation.Publisher, opt Options, m *metrics.R
 	if rdb == nil || pub == nil || m == nil || log == nil {
 		return nil, errors.New("senddue: nil dependency")
 	}
-	if opt.Topic == "" || opt.Lease <= 0 || opt.SendTimeout <= 0 || opt.MaxAttempts <= 0 {
+	if opt.Topic == "" || opt.Lease <= 0 || opt.SendTimeout <= 0 {
 		return nil, fmt.Errorf("senddue: incomplete options %+v", opt)
 	}
 	if opt.Interval <= 0 {
@@ -64,9 +75,22 @@ func New(rdb redis.Cmdable, pub reservation.Publisher, opt Options, m *metrics.R
 		opt.BaseBackoff = time.Second
 	}
 	if opt.MaxBackoff <= 0 {
-		opt.MaxBackoff = time.Minute
+		opt.MaxBackoff = 30 * time.Second
 	}
-	return &Scanner{rdb: rdb, pub: pub, opt: opt, m: m, log: log, now: time.Now}, nil
+	if opt.RecheckAfter <= 0 {
+		opt.RecheckAfter = reservation.DefaultRecheckAfter
+	}
+	if opt.MaxRecheck <= 0 {
+		opt.MaxRecheck = time.Hour
+	}
+	if opt.ActiveSKUs == "" {
+		opt.ActiveSKUs = lua.ActiveSKUs
+	}
+	s := &Scanner{rdb: rdb, pub: pub, opt: opt, m: m, log: log, now: time.Now}
+	// An unsent item is claimed again at least every MaxBackoff + Lease by
+	// some scanner; one not seen for twice that was settled elsewhere.
+	s.unsent.staleAfter = 2 * (opt.MaxBackoff + opt.Lease + opt.Interval)
+	return s, nil
 }
 
 // Run scans until ctx ends.
@@ -92,43 +116,38 @@ func (s *Scanner) Run(ctx context.Context) error {
 // ScanOnce claims and re-sends every due item of every active SKU once and
 // returns how many it handled.
 func (s *Scanner) ScanOnce(ctx context.Context) (int, error) {
-	members, err := s.rdb.SMembers(ctx, lua.ActiveSKUs).Result()
+	members, err := s.rdb.SMembers(ctx, s.opt.ActiveSKUs).Result()
 	if err != nil {
 		return 0, fmt.Errorf("list active skus: %w", err)
 	}
-	handled, pending := 0, int64(0)
-	oldest := time.Duration(0)
+	handled, unsettled := 0, int64(0)
 	for _, member := range members {
 		k, err := reservation.SKUKey(member)
 		if err != nil {
 			s.log.Error("senddue.bad_active_sku", "member", member, "error", err)
 			continue
 		}
-		n, size, age, err := s.scanSKU(ctx, k)
+		n, size, err := s.scanSKU(ctx, k)
 		handled += n
-		pending += size
-		oldest = max(oldest, age)
+		unsettled += size
 		if err != nil {
 			return handled, err
 		}
 	}
+	pending, oldest := s.unsent.stats(s.now())
 	s.m.SendPending.Set(float64(pending))
 	s.m.SendOldestAge.Set(oldest.Seconds())
+	s.m.Unsettled.Set(float64(unsettled))
 	return handled, nil
 }
 
-func (s *Scanner) scanSKU(ctx context.Context, k lua.Keys) (handled int, size int64, oldestDue time.Duration, err error) {
+func (s *Scanner) scanSKU(ctx context.Context, k lua.Keys) (handled int, size int64, err error) {
 	now := s.now()
-	if first, err := s.rdb.ZRangeWithScores(ctx, k.SendDue(), 0, 0).Result(); err == nil && len(first) == 1 {
-		if due := time.UnixMilli(int64(first[0].Score)); due.Before(now) {
-			oldestDue = now.Sub(due)
-		}
-	}
 	size, _ = s.rdb.ZCard(ctx, k.SendDue()).Result()
 	claimed, err := lua.SendClaim.Run(ctx, s.rdb, []string{k.SendDue()},
 		now.UnixMilli(), now.Add(s.opt.Lease).UnixMilli(), s.opt.Batch).StringSlice()
 	if err != nil {
-		return 0, size, oldestDue, fmt.Errorf("claim send_due of %s: %w", k.SendDue(), err)
+		return 0, size, fmt.Errorf("claim send_due of %s: %w", k.SendDue(), err)
 	}
 	sem := make(chan struct{}, s.opt.Concurrency)
 	var wg sync.WaitGroup
@@ -143,7 +162,7 @@ func (s *Scanner) scanSKU(ctx context.Context, k lua.Keys) (handled int, size in
 		}()
 	}
 	wg.Wait()
-	return len(claimed) / 2, size, oldestDue, nil
+	return len(claimed) / 2, size, nil
 }
 
 func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string) {
@@ -158,9 +177,11 @@ func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string) {
 		return // lease runs out; claimed again later
 	}
 	if len(h) == 0 {
-		// Hash gone: record it (counted, removed from send_due); reconciliation
+		// Hash gone: recorded (counted, removed from send_due); reconciliation
 		// decides from PostgreSQL. Never a silent drop.
-		if _, err := reservation.MarkSent(ctx, s.rdb, k, rid, reservation.OutcomeFailed, s.now(), s.opt.MaxAttempts, "reservation hash missing"); err == nil {
+		if _, err := reservation.MarkSent(ctx, s.rdb, k, rid, reservation.Sent{Outcome: reservation.OutcomeFailed, ErrText: "reservation hash missing"}); err == nil {
+			s.unsent.forget(ridText)
+			s.m.SendMissing.Inc()
 			s.log.Error("reservation.mq_resend_missing", "reservation_id", ridText, "activity_id", k.ActivityID, "sku_id", k.SKUID)
 		}
 		return
@@ -170,8 +191,26 @@ func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string) {
 		s.log.Error("senddue.bad_reservation", "reservation_id", ridText, "error", err)
 		return
 	}
-	s.log.Info("reservation.mq_resend_claimed", "reservation_id", ridText, "message_id", f.MessageID,
-		"attempt_count", f.SendAttempts+1)
+	if f.Status != "RESERVED" {
+		// Settled (an order projected, or the unit compensated) by a path that
+		// did not take it out of send_due (a hash rebuilt by reconciliation).
+		s.rdb.ZRem(ctx, k.SendDue(), ridText)
+		s.unsent.forget(ridText)
+		return
+	}
+	now := s.now()
+	recheck := f.MQState == reservation.OutcomePublished
+	if recheck {
+		// Published, yet past its deadline and still unsettled: the message
+		// may be lost (or its saga too); the same message_id again is harmless,
+		// and reconciliation rejects it durably if nothing takes it up.
+		s.m.SendRecheck.Inc()
+		s.log.Warn("reservation.mq_recheck_resend", "reservation_id", ridText, "message_id", f.MessageID,
+			"attempt_count", f.SendAttempts+1, "business_deadline_ms", f.DeadlineMS)
+	} else {
+		s.log.Info("reservation.mq_resend_claimed", "reservation_id", ridText, "message_id", f.MessageID,
+			"attempt_count", f.SendAttempts+1)
+	}
 	sctx, cancel := context.WithTimeout(ctx, s.opt.SendTimeout)
 	defer cancel()
 	outcome, errText := reservation.Send(sctx, s.pub, s.opt.Topic, f)
@@ -180,26 +219,82 @@ func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string) {
 	if outcome == reservation.OutcomeUnknown {
 		s.m.SendUnknown.Inc()
 	}
-	state, err := reservation.MarkSent(ctx, s.rdb, k, rid, outcome, s.now().Add(s.backoff(f.SendAttempts+1)), s.opt.MaxAttempts, errText)
+	sent := reservation.Sent{Outcome: outcome, ErrText: errText,
+		NextDue: now.Add(backoff(s.opt.BaseBackoff, s.opt.MaxBackoff, f.SendAttempts+1)),
+		Recheck: reservation.RecheckAt(f.DeadlineMS, now, s.opt.RecheckAfter)}
+	if recheck {
+		sent.Recheck = now.Add(backoff(s.opt.RecheckAfter, s.opt.MaxRecheck, f.SendAttempts))
+	}
+	state, err := reservation.MarkSent(ctx, s.rdb, k, rid, sent)
 	if err != nil {
 		s.log.Warn("senddue.mark_failed", "reservation_id", ridText, "error", err)
 		return
 	}
 	switch state {
 	case reservation.OutcomePublished:
-		s.m.SendAttempts.Observe(float64(f.SendAttempts + 1))
-	case "GAVE_UP":
-		s.m.SendGaveUp.Inc()
-		s.log.Error("reservation.mq_send_gave_up", "reservation_id", ridText, "message_id", f.MessageID,
-			"attempt_count", f.SendAttempts+1, "error", errText)
+		s.unsent.forget(ridText)
+		if !recheck {
+			s.m.SendAttempts.Observe(float64(f.SendAttempts + 1))
+		}
+	case reservation.OutcomeUnknown, reservation.StatePending:
+		s.unsent.see(ridText, time.UnixMilli(f.ReservedAtMS), now)
+		if time.UnixMilli(f.DeadlineMS).Before(now) {
+			s.log.Error("reservation.mq_send_past_deadline", "reservation_id", ridText, "message_id", f.MessageID,
+				"attempt_count", f.SendAttempts+1, "error", errText)
+		}
+	default: // settled or missing meanwhile
+		s.unsent.forget(ridText)
 	}
 }
 
-// backoff is BaseBackoff·2^(attempt-1), capped at MaxBackoff.
-func (s *Scanner) backoff(attempt int) time.Duration {
-	d := s.opt.BaseBackoff
-	for i := 1; i < attempt && d < s.opt.MaxBackoff; i++ {
+// backoff is base·2^(attempt-1), capped at limit.
+func backoff(base, limit time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < limit; i++ {
 		d *= 2
 	}
-	return min(d, s.opt.MaxBackoff)
+	return min(d, limit)
+}
+
+// unsentSet remembers the reservations whose last send by this scanner did
+// not reach the broker, for the send-lag gauges: how many, and the age of the
+// oldest since its admission (the figure an outage alert needs; the next due
+// item's lateness stays near zero while the scanner retries on schedule).
+type unsentSet struct {
+	mu         sync.Mutex
+	staleAfter time.Duration
+	items      map[string]unsentItem
+}
+
+type unsentItem struct{ reservedAt, seen time.Time }
+
+func (u *unsentSet) see(rid string, reservedAt, now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.items == nil {
+		u.items = map[string]unsentItem{}
+	}
+	u.items[rid] = unsentItem{reservedAt: reservedAt, seen: now}
+}
+
+func (u *unsentSet) forget(rid string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.items, rid)
+}
+
+// stats drops items not seen for staleAfter and returns the count and the
+// oldest age.
+func (u *unsentSet) stats(now time.Time) (int, time.Duration) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var oldest time.Duration
+	for rid, it := range u.items {
+		if now.Sub(it.seen) > u.staleAfter {
+			delete(u.items, rid)
+			continue
+		}
+		oldest = max(oldest, now.Sub(it.reservedAt))
+	}
+	return len(u.items), oldest
 }

@@ -1,0 +1,100 @@
+package payments
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/outbox"
+)
+
+// Refund is a payment to give back.
+type Refund struct {
+	PaymentID     uuid.UUID
+	OrderID       uuid.UUID
+	Provider      string
+	TransactionID string
+	AmountCents   int64
+}
+
+// RefundID is the fixed refund id of a payment (the provider dedupes on it).
+func RefundID(paymentID uuid.UUID) string { return "refund_" + ids.Named("REFUND", paymentID).String() }
+
+// oweRefund records, in the transaction that recorded a payment on an order
+// that is not to be paid (cancelled or refunding), the obligation to refund
+// it: a refund_task the refund relay works off until FinishRefund.
+func oweRefund(ctx context.Context, tx pgx.Tx, paymentID, orderID uuid.UUID, activityID, skuID int64) error {
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO refund_task (payment_id, order_id, activity_id, sku_id)
+		SELECT $1, $2, $3, $4 FROM payment_record WHERE payment_id = $1 AND status = 'SUCCESS'
+		ON CONFLICT (payment_id) DO NOTHING`, paymentID, orderID, activityID, skuID); err != nil {
+		return fmt.Errorf("record refund obligation of %s: %w", paymentID, err)
+	}
+	return nil
+}
+
+// BeginRefund moves a successful payment of a CANCELLED order to REFUNDING
+// (payment and order) and returns what to refund. A payment already
+// refunding or refunded is returned as is; a PAID order is never refunded here.
+func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, string, error) {
+	var r Refund
+	var status string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var orderStatus string
+		err := tx.QueryRow(ctx, `
+			SELECT p.order_id, p.provider, p.provider_transaction_id, p.amount_cents, p.status, o.status
+			FROM payment_record p JOIN orders o ON o.order_id = p.order_id
+			WHERE p.payment_id = $1 FOR UPDATE`, paymentID).Scan(&r.OrderID, &r.Provider, &r.TransactionID, &r.AmountCents, &status, &orderStatus)
+		if err != nil {
+			return fmt.Errorf("read payment %s: %w", paymentID, err)
+		}
+		r.PaymentID = paymentID
+		if status != "SUCCESS" {
+			return nil
+		}
+		switch orderStatus {
+		case StatusCancelled, StatusRefunding, StatusRefunded:
+		default:
+			return fmt.Errorf("payment %s belongs to a %s order: not refundable", paymentID, orderStatus)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE payment_record SET status = 'REFUNDING', updated_at = clock_timestamp() WHERE payment_id = $1 AND status = 'SUCCESS'`, paymentID); err != nil {
+			return fmt.Errorf("payment → REFUNDING: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'REFUNDING', version = version + 1, updated_at = clock_timestamp()
+			WHERE order_id = $1 AND status = 'CANCELLED'`, r.OrderID); err != nil {
+			return fmt.Errorf("order → REFUNDING: %w", err)
+		}
+		status = StatusRefunding
+		return nil
+	})
+	return r, status, err
+}
+
+// FinishRefund records the provider's refund: payment and order REFUNDED,
+// the refund obligation done, with a PAYMENT_REFUNDED outbox event.
+func (s *Store) FinishRefund(ctx context.Context, r Refund) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE refund_task SET status = 'DONE', last_error = NULL, updated_at = clock_timestamp()
+			WHERE payment_id = $1 AND status <> 'DONE'`, r.PaymentID); err != nil {
+			return fmt.Errorf("refund task of %s → DONE: %w", r.PaymentID, err)
+		}
+		tag, err := tx.Exec(ctx, `UPDATE payment_record SET status = 'REFUNDED', refunded_at = clock_timestamp(), updated_at = clock_timestamp()
+			WHERE payment_id = $1 AND status = 'REFUNDING'`, r.PaymentID)
+		if err != nil {
+			return fmt.Errorf("payment → REFUNDED: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil // already REFUNDED
+		}
+		if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'REFUNDED', version = version + 1, updated_at = clock_timestamp()
+			WHERE order_id = $1 AND status = 'REFUNDING'`, r.OrderID); err != nil {
+			return fmt.Errorf("order → REFUNDED: %w", err)
+		}
+		return outbox.Insert(ctx, tx, "PAYMENT", r.PaymentID, "PAYMENT_REFUNDED", r.OrderID.String(), map[string]any{
+			"payment_id": r.PaymentID, "order_id": r.OrderID, "transaction_id": r.TransactionID, "amount_cents": r.AmountCents,
+		})
+	})
+}

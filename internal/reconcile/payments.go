@@ -1,0 +1,127 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/payments"
+)
+
+// paymentBatch bounds the payments and provider transactions one run looks at.
+const paymentBatch = 200
+
+// refunds finds payments that landed on a cancelled (or refunding) order
+// and are not refunded, older than the watermark: each must have its refund
+// obligation (refund_task), due now for the refund relay. A missing task is
+// written; a stalled one is made due again.
+func (r *Reconciler) refunds(ctx context.Context, rep *Report) error {
+	rows, err := r.pool.Query(ctx, `
+		SELECT p.payment_id, p.order_id, o.activity_id, o.sku_id, p.status, COALESCE(t.status, ''), COALESCE(t.attempt_count, 0)
+		FROM payment_record p JOIN orders o ON o.order_id = p.order_id
+		LEFT JOIN refund_task t ON t.payment_id = p.payment_id
+		WHERE p.status IN ('SUCCESS', 'REFUNDING') AND o.status IN ('CANCELLED', 'REFUNDING', 'REFUNDED')
+		  AND p.updated_at < $1 AND (t.status IS NULL OR t.status <> 'DONE')
+		ORDER BY p.updated_at LIMIT $2`, rep.Watermark, paymentBatch)
+	if err != nil {
+		return fmt.Errorf("list unrefunded payments: %w", err)
+	}
+	type owed struct {
+		paymentID, orderID uuid.UUID
+		activityID, skuID  int64
+		status, task       string
+		attempts           int64
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (owed, error) {
+		var o owed
+		err := row.Scan(&o.paymentID, &o.orderID, &o.activityID, &o.skuID, &o.status, &o.task, &o.attempts)
+		return o, err
+	})
+	if err != nil {
+		return fmt.Errorf("list unrefunded payments: %w", err)
+	}
+	for _, o := range list {
+		ev := map[string]any{"order_id": o.orderID, "payment_status": o.status, "refund_task": nonEmpty(o.task, "ABSENT"), "attempts": o.attempts}
+		r.auto(ctx, rep, RefundOwed, "payment:"+o.paymentID.String(), o.attempts, "REFUNDED", ev, func() (string, error) {
+			tag, err := r.pool.Exec(ctx, `
+				INSERT INTO refund_task (payment_id, order_id, activity_id, sku_id) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (payment_id) DO UPDATE SET next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
+				WHERE refund_task.status <> 'DONE'`, o.paymentID, o.orderID, o.activityID, o.skuID)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("refund task due now (%d row)", tag.RowsAffected()), nil
+		})
+	}
+	return nil
+}
+
+// intents asks the provider about transactions this system started for
+// orders that are not paid and did not change for longer than the watermark
+// (callbacks give up after a while; a crash can leave one open). A payment
+// the provider reports is recorded through the standard transaction (a
+// cancelled order's payment then carries its refund obligation), one it
+// closed is marked CLOSED, an open one of a cancelled order is closed now:
+// each of those is a repair. An open one of an order still waiting for its
+// payment is only looked at again later.
+func (r *Reconciler) intents(ctx context.Context, rep *Report) error {
+	store := activities.PaymentStore(r.acts)
+	if store == nil || activities.ProviderName(r.acts) == "" {
+		return nil // no provider configured on this worker
+	}
+	list, err := store.UnsettledIntents(ctx, r.watermark.String(), paymentBatch)
+	if err != nil {
+		return err
+	}
+	for _, it := range list {
+		q, err := r.acts.QueryProvider(ctx, it.OrderID)
+		p, found := q.Payment, q.Found
+		if err != nil {
+			r.log.Warn("reconcile.provider_query_failed", "order_id", it.OrderID, "error", err)
+			continue // the provider is down: the next run asks again
+		}
+		cancelled := it.OrderStatus == payments.StatusCancelled || it.OrderStatus == payments.StatusRefunding || it.OrderStatus == payments.StatusRefunded
+		if found && p.Status == "PENDING" && !cancelled {
+			if err := store.SettleIntent(ctx, it.OrderID, p.TransactionID, "OPEN"); err != nil {
+				return err
+			}
+			continue // still payable and the order still waits for it
+		}
+		ev := map[string]any{"order_status": it.OrderStatus, "intent": it.Status, "transaction_id": nonEmpty(p.TransactionID, it.TransactionID),
+			"provider_status": nonEmpty(p.Status, "NONE")}
+		r.auto(ctx, rep, ProviderUnsettled, "order:"+it.OrderID.String(), it.UpdatedAt.UnixMilli(), "SETTLED", ev, func() (string, error) {
+			return r.settleIntent(ctx, store, it, p, found, cancelled)
+		})
+	}
+	return nil
+}
+
+func (r *Reconciler) settleIntent(ctx context.Context, store *payments.Store, it payments.Intent, p payments.ProviderPayment, found, cancelled bool) (string, error) {
+	switch {
+	case found && p.Status == "PAID":
+		res, err := r.acts.RecordPayment(ctx, p.Evidence(activities.ProviderName(r.acts)))
+		if err != nil {
+			return "", err
+		}
+		if res.Outcome == payments.Paid && r.sagas != nil {
+			if err := r.sagas.NotifyPaid(ctx, res.ReservationID, p.TransactionID); err != nil {
+				r.log.Warn("reconcile.notify_paid_failed", "order_id", it.OrderID, "error", err)
+			}
+		}
+		return "the provider reports it paid: " + string(res.Outcome), nil
+	case found && p.Status == "PENDING" && cancelled:
+		c, err := r.acts.CloseAtProvider(ctx, it.OrderID)
+		if err != nil {
+			return "", err
+		}
+		if c.Outcome == activities.ClosePaid {
+			res, err := r.acts.RecordPayment(ctx, c.Evidence)
+			return "paid at the provider while closing: " + string(res.Outcome), err
+		}
+		return "closed at the provider now", store.SettleIntent(ctx, it.OrderID, p.TransactionID, "CLOSED")
+	}
+	return "closed at the provider (" + nonEmpty(p.Status, "no transaction") + ")", store.SettleIntent(ctx, it.OrderID, p.TransactionID, "CLOSED")
+}

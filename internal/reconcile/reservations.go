@@ -1,0 +1,122 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/lua"
+)
+
+type resRow struct {
+	id       uuid.UUID
+	status   string
+	version  int64
+	orderID  *uuid.UUID
+	order    *string
+	deadline time.Time
+}
+
+// reservations walks PostgreSQL reservations older than the watermark.
+func (r *Reconciler) reservations(ctx context.Context, k lua.Keys, rep *Report) (int, error) {
+	rows, err := r.pool.Query(ctx, `
+		SELECT r.reservation_id, r.status, r.version, r.order_id, o.status, r.business_deadline
+		FROM inventory_reservation r LEFT JOIN orders o ON o.order_id = r.order_id
+		WHERE r.activity_id = $1 AND r.sku_id = $2 AND r.updated_at < $3
+		  AND r.status IN ('RESERVED', 'ORDER_CREATED', 'ORDER_REJECTED', 'COMPENSATING', 'COMPENSATED', 'CANCELLED')`,
+		k.ActivityID, k.SKUID, rep.Watermark)
+	if err != nil {
+		return 0, fmt.Errorf("list reservations: %w", err)
+	}
+	var list []resRow
+	for rows.Next() {
+		var x resRow
+		if err := rows.Scan(&x.id, &x.status, &x.version, &x.orderID, &x.order, &x.deadline); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		list = append(list, x)
+	}
+	rows.Close()
+	pipe := r.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(list))
+	for i, x := range list {
+		cmds[i] = pipe.HMGet(ctx, k.Reservation(x.id.String()), "status")
+	}
+	if len(list) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return 0, fmt.Errorf("read redis reservations: %w", err)
+		}
+	}
+	for i, x := range list {
+		redisStatus, _ := cmds[i].Val()[0].(string)
+		obj := "reservation:" + x.id.String()
+		ev := map[string]any{"pg_status": x.status, "redis_status": redisStatus, "version": x.version}
+		switch x.status {
+		case "ORDER_CREATED":
+			if x.order != nil && *x.order == "PAID" && redisStatus == "COMPENSATED" {
+				r.manual(ctx, rep, PaidButCompensated, obj, x.version, "order PAID in PostgreSQL, reservation COMPENSATED in Redis: freeze and decide by hand", ev)
+				continue
+			}
+			if redisStatus == "" || redisStatus == "RESERVED" {
+				r.auto(ctx, rep, ProjectionBehind, obj, x.version, "ORDER_CREATED", ev, func() (string, error) {
+					return r.rebuildProjection(ctx, k, x, redisStatus)
+				})
+			}
+		case "ORDER_REJECTED", "COMPENSATING":
+			r.auto(ctx, rep, CompensationStall, obj, x.version, "COMPENSATED", ev, func() (string, error) {
+				c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID})
+				return c.Status + " " + c.Reason, err
+			})
+		case "CANCELLED":
+			// Cancelled in PostgreSQL (unit released there) but still holding
+			// the unit in Redis: the saga stopped before its release.
+			if redisStatus == "ORDER_CREATED" && x.orderID != nil {
+				r.auto(ctx, rep, ReleaseMissing, obj, x.version, "CANCELLED", ev, func() (string, error) {
+					p, err := r.acts.ReleaseRedis(ctx, activities.ReleaseInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID})
+					return fmt.Sprintf("release.lua %d %s", p.Code, p.Text), err
+				})
+			}
+		case "COMPENSATED":
+			if redisStatus != "" && redisStatus != "COMPENSATED" {
+				r.manual(ctx, rep, CompensatedDiffers, obj, x.version, "COMPENSATED in PostgreSQL, "+redisStatus+" in Redis", ev)
+			}
+		case "RESERVED":
+			if x.deadline.Before(rep.Watermark) {
+				r.auto(ctx, rep, DeadlinePassed, obj, x.version, "ORDER_REJECTED", ev, func() (string, error) {
+					st, err := r.acts.RejectOverdue(ctx, activities.RejectInput{ReservationID: x.id, Grace: r.watermark})
+					if err != nil || st != "ORDER_REJECTED" {
+						return st, err
+					}
+					c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID})
+					return "ORDER_REJECTED then " + c.Status + " " + c.Reason, err
+				})
+			}
+		}
+	}
+	return len(list), nil
+}
+
+// rebuildProjection: a RESERVED Redis hash takes the standard projection
+// (open_reserved → committed once); a missing hash is recreated without
+// touching counters (stock is never changed by a projection repair).
+func (r *Reconciler) rebuildProjection(ctx context.Context, k lua.Keys, x resRow, redisStatus string) (string, error) {
+	if x.orderID == nil {
+		return "", errors.New("ORDER_CREATED without order_id")
+	}
+	if redisStatus == "RESERVED" {
+		p, err := r.acts.ProjectOrderCreated(ctx, activities.ProjectionInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID})
+		return fmt.Sprintf("order_created.lua %d %s", p.Code, p.Text), err
+	}
+	key := k.Reservation(x.id.String())
+	if err := r.rdb.HSet(ctx, key, "status", "ORDER_CREATED", "reservation_id", x.id.String(), "order_id", x.orderID.String(),
+		"rebuilt_by", "reconcile").Err(); err != nil {
+		return "", err
+	}
+	return "hash recreated (counters untouched)", nil
+}

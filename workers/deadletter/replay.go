@@ -1,0 +1,264 @@
+package deadletter
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/reservation"
+)
+
+// ReplayOptions selects what Replay sends.
+type ReplayOptions struct {
+	// Group is the consumer group whose dead letters are replayed (rows'
+	// consumer_group; config StarterGroup). Required.
+	Group string
+	// Limit bounds how many messages (message_ids) are handled, oldest first;
+	// 0 means all.
+	Limit int
+	// DryRun reports what would be sent and changes nothing.
+	DryRun bool
+}
+
+// ReplayOutcome is what Replay did with one message_id.
+type ReplayOutcome string
+
+// Replay outcomes.
+const (
+	// Replayed: sent once to its original topic; its rows are marked replayed.
+	Replayed ReplayOutcome = "REPLAYED"
+	// WouldReplay: a dry run would have sent it.
+	WouldReplay ReplayOutcome = "WOULD_REPLAY"
+	// Skipped: not sent and left unreplayed for a person to decide (see Detail),
+	// or replayed meanwhile by another run.
+	Skipped ReplayOutcome = "SKIPPED"
+	// Failed: the send failed or its outcome is unknown; the rows stay
+	// unreplayed, so the next run sends it again (consumers dedupe by message_id).
+	Failed ReplayOutcome = "FAILED"
+)
+
+// ReplayItem is one message_id handled by Replay.
+type ReplayItem struct {
+	MessageID string
+	Topic     string
+	Key       string // reservation_id
+	// Copies is how many unreplayed dead-lettered rows the message_id had;
+	// one send covers them all.
+	Copies  int
+	Outcome ReplayOutcome
+	// Detail says why an item was skipped or failed.
+	Detail string
+	// BrokerMsgID is the broker's id of the replayed copy (Replayed only).
+	BrokerMsgID string
+	// ReplayCount is how many times the message_id has been replayed, this time included (Replayed only).
+	ReplayCount int
+}
+
+// Report is the outcome of one Replay.
+type Report struct {
+	DryRun bool
+	Items  []ReplayItem
+	// Replayed counts Replayed items (WouldReplay ones in a dry run).
+	Replayed, Skipped, Failed int
+}
+
+// ErrReplayFailed is wrapped by Replay's error when some sends failed.
+var ErrReplayFailed = errors.New("deadletter: some replays failed")
+
+// Replay re-sends every not yet replayed dead-lettered message of
+// opts.Group to its original topic, exactly as the gateway sent it: same
+// message_id property, key (reservation_id), tag and body. It sends once per
+// message_id however many copies the DLQ held (the oldest copy's body) and
+// marks all of them replayed (replayed_at, replay_count); a later run sends
+// nothing for them again. Only a copy dead-lettered after the replay (the
+// replayed message failed again) is replayed by a later run.
+//
+// Each message_id is handled in its own transaction that locks its rows (FOR
+// UPDATE SKIP LOCKED) around the send, so concurrent runs do not both send
+// it. A row that is not a valid ORDER_CREATE_REQUESTED of its message_id, or
+// whose copies carry different business payloads, is skipped and left for a
+// person. A failed send (or a failed mark after it) leaves its rows
+// unreplayed and makes Replay return an error wrapping ErrReplayFailed, after
+// trying every message; a PostgreSQL error before a send stops it. The report
+// covers what was done either way.
+func Replay(ctx context.Context, pool *pgxpool.Pool, pub reservation.Publisher, opts ReplayOptions) (Report, error) {
+	rep := Report{DryRun: opts.DryRun}
+	if pool == nil || pub == nil {
+		return rep, errors.New("deadletter replay: nil dependency")
+	}
+	if opts.Group == "" {
+		return rep, errors.New("deadletter replay: empty group")
+	}
+	if opts.Limit < 0 {
+		return rep, fmt.Errorf("deadletter replay: negative limit %d", opts.Limit)
+	}
+	var limit *int
+	if opts.Limit > 0 {
+		limit = &opts.Limit
+	}
+	rows, err := pool.Query(ctx, `
+		SELECT message_id FROM message_quarantine
+		WHERE source = $1 AND consumer_group = $2 AND replayed_at IS NULL
+		GROUP BY message_id ORDER BY min(created_at), message_id LIMIT $3`, SourceDLQ, opts.Group, limit)
+	if err != nil {
+		return rep, fmt.Errorf("list dead letters of %s: %w", opts.Group, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return rep, fmt.Errorf("list dead letters of %s: %w", opts.Group, err)
+	}
+	for _, id := range ids {
+		it, err := replayOne(ctx, pool, pub, opts, id)
+		if err != nil {
+			return rep, err
+		}
+		rep.Items = append(rep.Items, it)
+		switch it.Outcome {
+		case Replayed, WouldReplay:
+			rep.Replayed++
+		case Skipped:
+			rep.Skipped++
+		case Failed:
+			rep.Failed++
+		}
+	}
+	if rep.Failed > 0 {
+		return rep, fmt.Errorf("%w: %d of %d messages of %s not sent", ErrReplayFailed, rep.Failed, len(rep.Items), opts.Group)
+	}
+	return rep, nil
+}
+
+// dlqCopy is one unreplayed dead-lettered row.
+type dlqCopy struct {
+	id    int64
+	topic string
+	body  []byte
+}
+
+// replayOne handles one message_id in one transaction; its error is a
+// PostgreSQL failure, a failed send is an item with outcome Failed.
+func replayOne(ctx context.Context, pool *pgxpool.Pool, pub reservation.Publisher, opts ReplayOptions, messageID string) (ReplayItem, error) {
+	it := ReplayItem{MessageID: messageID}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return it, fmt.Errorf("replay %s: begin: %w", messageID, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) // no-op after Commit
+	lock := " FOR UPDATE SKIP LOCKED"
+	if opts.DryRun {
+		lock = ""
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT quarantine_id, topic, body FROM message_quarantine
+		WHERE source = $1 AND consumer_group = $2 AND message_id = $3 AND replayed_at IS NULL
+		ORDER BY created_at, quarantine_id`+lock, SourceDLQ, opts.Group, messageID)
+	if err != nil {
+		return it, fmt.Errorf("replay %s: read its rows: %w", messageID, err)
+	}
+	copies, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dlqCopy, error) {
+		var c dlqCopy
+		return c, r.Scan(&c.id, &c.topic, &c.body)
+	})
+	if err != nil {
+		return it, fmt.Errorf("replay %s: read its rows: %w", messageID, err)
+	}
+	it.Copies = len(copies)
+	if len(copies) == 0 {
+		it.Outcome, it.Detail = Skipped, "replayed meanwhile by another run"
+		return it, nil
+	}
+	msg, detail := replayMessage(messageID, copies)
+	it.Topic, it.Key = msg.Topic, msg.Key
+	if detail != "" {
+		it.Outcome, it.Detail = Skipped, detail
+		return it, nil
+	}
+	if opts.DryRun {
+		it.Outcome = WouldReplay
+		return it, nil
+	}
+	res, err := pub.Send(ctx, msg)
+	if err != nil {
+		it.Outcome, it.Detail = Failed, "send: "+err.Error()
+		if errors.Is(err, mq.ErrSendUnknown) {
+			it.Detail = "send outcome unknown (it may have been sent; a rerun sends it again, consumers dedupe): " + err.Error()
+		}
+		return it, nil
+	}
+	ids := make([]int64, len(copies))
+	for i, c := range copies {
+		ids[i] = c.id
+	}
+	// replay_count counts replays of the message_id, across the copies of earlier replays too.
+	rows, err = tx.Query(ctx, `
+		WITH n AS (
+			SELECT coalesce(max(replay_count), 0) + 1 AS n FROM message_quarantine
+			WHERE source = $1 AND consumer_group = $2 AND message_id = $3)
+		UPDATE message_quarantine SET replayed_at = clock_timestamp(), replay_count = (SELECT n FROM n)
+		WHERE quarantine_id = ANY($4) AND replayed_at IS NULL
+		RETURNING replay_count`, SourceDLQ, opts.Group, messageID, ids)
+	var counts []int
+	if err == nil {
+		counts, err = pgx.CollectRows(rows, pgx.RowTo[int])
+	}
+	if err == nil && len(counts) != len(ids) {
+		// cannot happen while the rows are locked; never report a half-marked replay as done
+		err = fmt.Errorf("marked %d of %d rows", len(counts), len(ids))
+	}
+	if err != nil {
+		// The rollback leaves every row unreplayed: a rerun sends it once more, which consumers dedupe.
+		it.Outcome, it.Detail = Failed, fmt.Sprintf("sent as %s but not marked replayed: %v", res.MsgID, err)
+		return it, nil
+	}
+	it.ReplayCount = counts[0]
+	if err := tx.Commit(ctx); err != nil {
+		// Unknown whether the mark was stored: a rerun may send it once more, which consumers dedupe.
+		it.Outcome, it.Detail = Failed, fmt.Sprintf("sent as %s; marking it replayed: commit outcome unknown: %v", res.MsgID, err)
+		return it, nil
+	}
+	it.Outcome, it.BrokerMsgID = Replayed, res.MsgID
+	return it, nil
+}
+
+// replayMessage rebuilds the message the gateway sent (internal/reservation:
+// topic, key = reservation_id, message_id property, tag, body) from the
+// oldest copy; detail says why it must not be replayed automatically.
+func replayMessage(messageID string, copies []dlqCopy) (msg mq.Message, detail string) {
+	first := copies[0]
+	msg = mq.Message{Topic: first.topic, ID: messageID, Tag: events.TypeOrderCreateRequested, Body: first.body}
+	if first.topic == "" || strings.HasPrefix(first.topic, "%") {
+		return msg, fmt.Sprintf("original topic %q is not a business topic", first.topic)
+	}
+	var business []byte
+	for i, c := range copies {
+		m, err := events.DecodeOrderCreateRequested(c.body)
+		if err != nil {
+			return msg, fmt.Sprintf("copy %d is not a valid ORDER_CREATE_REQUESTED: %v", c.id, err)
+		}
+		if m.MessageID.String() != messageID {
+			return msg, fmt.Sprintf("copy %d carries message_id %s in its body", c.id, m.MessageID)
+		}
+		// Copies may differ in transport metadata (retry_count of a re-send),
+		// never in the business payload (the inbox's payload hash).
+		h := sha256.Sum256(m.BusinessBytes())
+		if i == 0 {
+			business, msg.Key = h[:], m.ReservationID.String()
+			continue
+		}
+		if !bytes.Equal(h[:], business) {
+			return msg, fmt.Sprintf("copies %d and %d carry different payloads under one message_id", first.id, c.id)
+		}
+		if c.topic != first.topic {
+			return msg, fmt.Sprintf("copies %d and %d came from different topics (%s, %s)", first.id, c.id, first.topic, c.topic)
+		}
+	}
+	return msg, ""
+}

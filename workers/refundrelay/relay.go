@@ -1,0 +1,173 @@
+// Package refundrelay works off refund obligations: every payment that landed
+// on a cancelled order carries a refund_task written in the transaction that
+// recorded it (internal/payments). The relay claims due tasks by pushing their
+// next attempt forward (a lease: FOR UPDATE SKIP LOCKED, several relays may
+// run), starts the payment's RefundWorkflow with its fixed ID, and looks at
+// the task again until FinishRefund marks it DONE, so a refund whose start
+// failed (Temporal down, a crash) or whose workflow was lost is started again.
+package refundrelay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/seckill/seckill/internal/checkout"
+	"github.com/seckill/seckill/workflows"
+)
+
+// Options of a Relay.
+type Options struct {
+	TaskQueue string
+	Interval  time.Duration // between polls when nothing was due
+	Batch     int
+	// Recheck is when a started refund is looked at again if it is not done.
+	Recheck     time.Duration
+	BaseBackoff time.Duration // after a failed start; doubles, capped at MaxBackoff
+	MaxBackoff  time.Duration
+}
+
+// Relay starts refunds until they are done.
+type Relay struct {
+	pool *pgxpool.Pool
+	tc   checkout.Starter
+	opt  Options
+	log  *slog.Logger
+
+	started *prometheus.CounterVec
+	pending prometheus.Gauge
+	oldest  prometheus.Gauge
+}
+
+// New returns a Relay; every dependency is required.
+func New(pool *pgxpool.Pool, tc checkout.Starter, opt Options, reg prometheus.Registerer, log *slog.Logger) (*Relay, error) {
+	if pool == nil || tc == nil || reg == nil || log == nil || opt.TaskQueue == "" {
+		return nil, errors.New("refundrelay: nil dependency or empty task queue")
+	}
+	if opt.Interval <= 0 {
+		opt.Interval = time.Second
+	}
+	if opt.Batch <= 0 {
+		opt.Batch = 50
+	}
+	if opt.Recheck <= 0 {
+		opt.Recheck = 10 * time.Minute
+	}
+	if opt.BaseBackoff <= 0 {
+		opt.BaseBackoff = 2 * time.Second
+	}
+	if opt.MaxBackoff <= 0 {
+		opt.MaxBackoff = time.Minute
+	}
+	f := promauto.With(reg)
+	return &Relay{pool: pool, tc: tc, opt: opt, log: log,
+		started: f.NewCounterVec(prometheus.CounterOpts{Name: "seckill_refund_start_total",
+			Help: "Refund workflow starts by the refund relay, by result (started, failed)."}, []string{"result"}),
+		pending: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_refund_pending",
+			Help: "Refund obligations not done yet (refund_task not DONE)."}),
+		oldest: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_refund_oldest_age_seconds",
+			Help: "Age of the oldest refund obligation not done yet (0: none)."}),
+	}, nil
+}
+
+// Run relays until ctx ends.
+func (r *Relay) Run(ctx context.Context) error {
+	t := time.NewTicker(r.opt.Interval)
+	defer t.Stop()
+	for {
+		n, err := r.Once(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("refundrelay.poll_failed", "error", err)
+		}
+		if n == r.opt.Batch {
+			continue // more may be due
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+type task struct {
+	paymentID  uuid.UUID
+	activityID int64
+	skuID      int64
+	attempts   int
+}
+
+// Once claims the due refund tasks, starts their workflows and returns how
+// many it claimed.
+func (r *Relay) Once(ctx context.Context) (int, error) {
+	r.gauges(ctx)
+	rows, err := r.pool.Query(ctx, `
+		WITH due AS (
+			SELECT payment_id FROM refund_task
+			WHERE status <> 'DONE' AND next_attempt_at <= clock_timestamp()
+			ORDER BY next_attempt_at FOR UPDATE SKIP LOCKED LIMIT $1)
+		UPDATE refund_task t SET next_attempt_at = clock_timestamp() + $2::interval, attempt_count = attempt_count + 1,
+		       updated_at = clock_timestamp()
+		FROM due WHERE t.payment_id = due.payment_id
+		RETURNING t.payment_id, t.activity_id, t.sku_id, t.attempt_count`, r.opt.Batch, r.opt.Recheck.String())
+	if err != nil {
+		return 0, fmt.Errorf("claim refund tasks: %w", err)
+	}
+	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (task, error) {
+		var t task
+		err := row.Scan(&t.paymentID, &t.activityID, &t.skuID, &t.attempts)
+		return t, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("claim refund tasks: %w", err)
+	}
+	for _, t := range tasks {
+		r.start(ctx, t)
+	}
+	return len(tasks), nil
+}
+
+func (r *Relay) start(ctx context.Context, t task) {
+	err := checkout.StartRefund(ctx, r.tc, r.opt.TaskQueue, workflows.RefundInput{PaymentID: t.paymentID, ActivityID: t.activityID, SKUID: t.skuID})
+	if err != nil {
+		r.started.WithLabelValues("failed").Inc()
+		retry := min(r.opt.BaseBackoff<<min(t.attempts-1, 20), r.opt.MaxBackoff)
+		r.log.Warn("refund.start_failed", "payment_id", t.paymentID, "attempt_count", t.attempts, "retry_in", retry, "error", err)
+		if _, uerr := r.pool.Exec(ctx, `UPDATE refund_task SET next_attempt_at = clock_timestamp() + $2::interval, last_error = $3,
+			updated_at = clock_timestamp() WHERE payment_id = $1 AND status <> 'DONE'`, t.paymentID, retry.String(), truncate(err.Error(), 500)); uerr != nil {
+			r.log.Warn("refund.task_update_failed", "payment_id", t.paymentID, "error", uerr)
+		}
+		return
+	}
+	r.started.WithLabelValues("started").Inc()
+	r.log.Info("refund.started", "payment_id", t.paymentID, "attempt_count", t.attempts)
+	if _, err := r.pool.Exec(ctx, `UPDATE refund_task SET status = 'STARTED', last_error = NULL, updated_at = clock_timestamp()
+		WHERE payment_id = $1 AND status = 'PENDING'`, t.paymentID); err != nil {
+		r.log.Warn("refund.task_update_failed", "payment_id", t.paymentID, "error", err)
+	}
+}
+
+func (r *Relay) gauges(ctx context.Context) {
+	var n int64
+	var age float64
+	if err := r.pool.QueryRow(ctx, `SELECT count(*), COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)
+		FROM refund_task WHERE status <> 'DONE'`).Scan(&n, &age); err == nil {
+		r.pending.Set(float64(n))
+		r.oldest.Set(age)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
