@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/seckill
 export SECKILL_INTEGRATION ?= 1
 
-.PHONY: up down status build migrate run test lint bench
+.PHONY: up down status build migrate run test lint bench chaos
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill
@@ -37,6 +37,13 @@ bench: up
 test: up lint
 	$(GO) test -race -count=1 ./...
 
+## lint: gofmt, go vet, and workflowcheck (workflow code stays deterministic)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
+
+## chaos: the long crash-point matrix (200 runs of each seed failpoint) and a 20-minute kill soak (docs/chaos.md)
+chaos: up
+	$(BIN) chaos matrix --runs $${RUNS:-200} --pipeline
+	$(BIN) chaos kill --duration $${DURATION:-20m}

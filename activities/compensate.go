@@ -34,8 +34,10 @@ type CompensateResult struct {
 // the activity retries after it expires.
 var ErrLeaseHeld = errors.New("compensation task lease held by another attempt")
 
-// compensationLease is how long one attempt owns the task (seed §9.7).
-const compensationLease = 30 * time.Second
+// compensationLease is how long one attempt owns the task (seed §9.7): as
+// long as the activity's start-to-close timeout (workflows.dbActivity), after
+// which Temporal retries an attempt lost with its worker.
+const compensationLease = 10 * time.Second
 
 // Compensate gives a rejected reservation's unit back to Redis exactly once
 // (seed §9.6, §9.7): PostgreSQL CAS ORDER_REJECTED → COMPENSATING and a task

@@ -109,6 +109,9 @@ func (a *Activities) CreateOrder(ctx context.Context, m events.OrderCreateReques
 	a.count(res)
 	a.log.Info("order.transaction_committed", "reservation_id", m.ReservationID, "message_id", m.MessageID,
 		"order_id", res.OrderID, "result", res.Outcome, "reason", res.Reason)
+	if err := a.fp.Check(failpoint.AfterPGCommitBeforeAck); err != nil {
+		return CreateOrderResult{}, err // committed; Temporal never hears: the retry finds the inbox row
+	}
 	return res, nil
 }
 

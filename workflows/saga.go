@@ -120,14 +120,16 @@ func (s *saga) setup(ctx workflow.Context) error {
 
 // dbActivity options: PostgreSQL/Redis work, retried with backoff for as long
 // as it takes (an unknown outcome is not a failure); business outcomes are
-// results, not errors.
+// results, not errors. Each takes milliseconds; the 10 s start-to-close
+// timeout is how soon an attempt lost with its worker (a crash) is retried,
+// and the 20 s cap how soon after an outage ends the saga moves again.
 func dbActivity(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
+		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    500 * time.Millisecond,
 			BackoffCoefficient: 2,
-			MaximumInterval:    time.Minute,
+			MaximumInterval:    20 * time.Second,
 		},
 	})
 }
@@ -467,11 +469,11 @@ func (s *saga) release(ctx workflow.Context) error {
 // backoff (every call is idempotent at the provider).
 func providerActivity(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 15 * time.Second,
+		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
-			MaximumInterval:    time.Minute,
+			MaximumInterval:    30 * time.Second,
 		},
 	})
 }

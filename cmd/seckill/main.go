@@ -28,6 +28,6 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newMigrateCmd(), newStackCmd(), newSmokeCmd(), newAPICmd(), newWorkerCmd(), newTokenCmd(), newSaleCmd(), newBenchCmd(), newDemoCmd(), newReconcileCmd(), newRedisCmd(), newPaysimCmd(), newMQCmd())
+	root.AddCommand(newMigrateCmd(), newStackCmd(), newSmokeCmd(), newAPICmd(), newWorkerCmd(), newTokenCmd(), newSaleCmd(), newBenchCmd(), newDemoCmd(), newReconcileCmd(), newRedisCmd(), newPaysimCmd(), newChaosCmd(), newMQCmd())
 	return root
 }

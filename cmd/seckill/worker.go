@@ -53,7 +53,7 @@ Metrics are served on SECKILL_METRICS_ADDR/metrics.`,
 			if err != nil {
 				return err
 			}
-			if slices.Contains(parts, app.PartSaga) {
+			if slices.Contains(parts, app.PartSaga) && b.cfg.ReconcileSchedule {
 				if err := reconciler.EnsureSchedule(cmd.Context(), conns.Temporal, b.cfg.TemporalTaskQueue, b.cfg.ReconcileEvery); err != nil {
 					return err
 				}

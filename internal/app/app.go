@@ -197,6 +197,7 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 		if err != nil {
 			return nil, err
 		}
+		co.SetFailpoints(fp)
 		deps.Checkout = co
 	}
 	return api.NewRouter(deps), nil
@@ -275,6 +276,7 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, parts []st
 			return err
 		}
 		st.PayloadConflicts = tel.Saga.InboxPayloadConflict
+		st.Failpoints = fp
 		cons, err := mq.NewConsumer(cfg.RocketMQNameServers, cfg.StarterGroup, cfg.TopicOrderCreate, st.Handle,
 			mq.ConsumerOptions{Concurrency: cfg.ConsumerConcurrency})
 		if err != nil {

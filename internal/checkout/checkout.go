@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/workflows"
@@ -66,6 +67,10 @@ func NewService(pool *pgxpool.Pool, provider payments.Provider, tc Signaller, ta
 	return &Service{store: payments.NewStore(pool, nil), pool: pool, provider: provider, temporal: tc, taskQueue: taskQueue,
 		verify: verify, callbackURL: callbackURL, log: log, now: time.Now, m: m}, nil
 }
+
+// SetFailpoints arms the payment transaction's failpoints
+// (after_payment_record_insert on the callback path).
+func (s *Service) SetFailpoints(fp *failpoint.Set) { s.store = payments.NewStore(s.pool, fp) }
 
 // Errors the API maps to answers.
 var (

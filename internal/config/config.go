@@ -93,6 +93,10 @@ type Config struct {
 	ReconcileWatermark time.Duration `env:"SECKILL_RECONCILE_WATERMARK" envDefault:"2m"`
 	// ReconcileEvery is the period of the Temporal Schedule that runs it.
 	ReconcileEvery time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"5m"`
+	// ReconcileSchedule: a worker with the saga part makes sure the Schedule
+	// exists. Off for workers that share a Temporal namespace with another
+	// deployment and run reconciliation themselves (the crash-point matrix).
+	ReconcileSchedule bool `env:"SECKILL_RECONCILE_SCHEDULE" envDefault:"true"`
 
 	// ActivityAttemptsAlert is the attempt at which a Temporal activity
 	// execution counts as retrying too long: it is counted in

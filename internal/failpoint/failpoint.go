@@ -1,22 +1,38 @@
 // Package failpoint injects crashes at named points of the code (seed §13.3),
 // so tests can prove the system converges after a failure there.
 //
-// A failpoint is armed by the environment variable SECKILL_FAILPOINTS
-// ("name1,name2=3": name2 fires only 3 times) read when a Set is built, or
-// programmatically by tests with Arm. Disarmed failpoints cost one atomic load.
+// A failpoint is armed by the environment variable SECKILL_FAILPOINTS, read
+// when a Set is built, or programmatically by tests with Arm/ArmMode:
+//
+//	SECKILL_FAILPOINTS="name[=times|=P%][:crash],..."
+//
+//	after_order_insert            fires every time, as an error
+//	after_order_insert=3          fires 3 times
+//	after_order_insert=25%        fires on a quarter of the passes (random)
+//	after_order_insert=1:crash    kills the process the first time (SIGKILL of
+//	                              itself: no deferred cleanup, no flush, no
+//	                              rollback sent — a power cut, as far as the
+//	                              process can tell)
+//
+// An error-mode failpoint returns ErrInjected and the code stops there as if
+// the process had died (a transaction is rolled back, an activity retried).
+// Disarmed failpoints cost one atomic load.
 package failpoint
 
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
-// Names of the failpoints the code checks.
+// Names of the failpoints the code checks (seed §13.3).
 const (
 	AfterRedisReserve          = "after_redis_reserve"
 	AfterMQSendBeforeRedisMark = "after_mq_send_before_redis_mark"
@@ -30,53 +46,96 @@ const (
 	AfterCancelPending         = "after_cancel_pending"
 )
 
+// Seed lists the seed's ten failpoints, in the order of a request's life.
+var Seed = []string{AfterRedisReserve, AfterMQSendBeforeRedisMark, AfterInboxInsert, AfterPGStockDecrement,
+	AfterOrderInsert, AfterPGCommitBeforeAck, DuringCommitResponse, AfterCompensationLua,
+	AfterPaymentRecordInsert, AfterCancelPending}
+
 // Failpoints beyond the seed's ten, for regression tests of paths found later.
 const (
 	// AfterRepairCommit: ApplyRepair committed its decision, its answer is lost.
 	AfterRepairCommit = "after_repair_commit"
 )
 
+// Known lists every failpoint name the code checks.
+var Known = append(slices.Clone(Seed), AfterRepairCommit)
+
 // ErrInjected is the error a fired failpoint returns; code that checks a
 // failpoint stops there as if the process had died.
 var ErrInjected = errors.New("failpoint: injected crash")
+
+// Mode says when and how an armed failpoint fires.
+type Mode struct {
+	// Times is how many times it fires; < 0 means until disarmed. Ignored
+	// when Probability is set.
+	Times int
+	// Probability, if in (0, 1], makes every pass fire with that chance.
+	Probability float64
+	// Crash kills the process instead of returning ErrInjected.
+	Crash bool
+}
 
 // Set is a set of armed failpoints. The zero value and nil have none armed.
 type Set struct {
 	armed atomic.Bool
 	mu    sync.Mutex
-	left  map[string]int // remaining firings; <0 means unlimited
+	modes map[string]*Mode
+	// CrashFunc replaces the process kill of crash-mode failpoints (tests).
+	CrashFunc func(name string)
 }
 
 // FromEnv builds a Set from SECKILL_FAILPOINTS.
 func FromEnv() (*Set, error) {
+	return Parse(os.Getenv("SECKILL_FAILPOINTS"))
+}
+
+// Parse builds a Set from a SECKILL_FAILPOINTS value. An unknown name is an
+// error: a typo must not silently arm nothing.
+func Parse(spec string) (*Set, error) {
 	s := &Set{}
-	spec := strings.TrimSpace(os.Getenv("SECKILL_FAILPOINTS"))
+	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return s, nil
 	}
 	for _, item := range strings.Split(spec, ",") {
-		name, count, hasCount := strings.Cut(strings.TrimSpace(item), "=")
-		n := -1
-		if hasCount {
-			v, err := strconv.Atoi(count)
+		item = strings.TrimSpace(item)
+		body, crash := strings.CutSuffix(item, ":crash")
+		name, arg, hasArg := strings.Cut(body, "=")
+		if !slices.Contains(Known, name) {
+			return nil, fmt.Errorf("SECKILL_FAILPOINTS: %q: unknown failpoint (known: %s)", item, strings.Join(Known, ", "))
+		}
+		m := Mode{Times: -1, Crash: crash}
+		switch {
+		case !hasArg:
+		case strings.HasSuffix(arg, "%"):
+			p, err := strconv.ParseFloat(strings.TrimSuffix(arg, "%"), 64)
+			if err != nil || p <= 0 || p > 100 {
+				return nil, fmt.Errorf("SECKILL_FAILPOINTS: %q: probability must be in (0%%, 100%%]", item)
+			}
+			m.Probability = p / 100
+		default:
+			v, err := strconv.Atoi(arg)
 			if err != nil || v <= 0 {
 				return nil, fmt.Errorf("SECKILL_FAILPOINTS: %q: count must be a positive integer", item)
 			}
-			n = v
+			m.Times = v
 		}
-		s.Arm(name, n)
+		s.ArmMode(name, m)
 	}
 	return s, nil
 }
 
-// Arm makes name fire times times (times < 0: until disarmed).
-func (s *Set) Arm(name string, times int) {
+// Arm makes name fire times times as an error (times < 0: until disarmed).
+func (s *Set) Arm(name string, times int) { s.ArmMode(name, Mode{Times: times}) }
+
+// ArmMode arms name with m.
+func (s *Set) ArmMode(name string, m Mode) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.left == nil {
-		s.left = map[string]int{}
+	if s.modes == nil {
+		s.modes = map[string]*Mode{}
 	}
-	s.left[name] = times
+	s.modes[name] = &m
 	s.armed.Store(true)
 }
 
@@ -84,28 +143,58 @@ func (s *Set) Arm(name string, times int) {
 func (s *Set) Disarm(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.left, name)
-	s.armed.Store(len(s.left) > 0)
+	delete(s.modes, name)
+	s.armed.Store(len(s.modes) > 0)
 }
 
-// Check returns ErrInjected (wrapped with the name) when name is armed.
+// Check returns ErrInjected (wrapped with the name) when name is armed and
+// fires, or kills the process there if it is a crash-mode failpoint.
 func (s *Set) Check(name string) error {
 	if s == nil || !s.armed.Load() {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, ok := s.left[name]
-	if !ok {
+	fire, crash := s.fire(name)
+	if !fire {
 		return nil
 	}
-	if n > 0 {
-		if n == 1 {
-			delete(s.left, name)
-			s.armed.Store(len(s.left) > 0)
-		} else {
-			s.left[name] = n - 1
+	if crash {
+		if s.CrashFunc != nil {
+			s.CrashFunc(name)
+			return fmt.Errorf("%w at %s", ErrInjected, name)
 		}
+		Crash(name)
 	}
 	return fmt.Errorf("%w at %s", ErrInjected, name)
+}
+
+func (s *Set) fire(name string) (fire, crash bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.modes[name]
+	if !ok {
+		return false, false
+	}
+	if m.Probability > 0 {
+		return rand.Float64() < m.Probability, m.Crash
+	}
+	if m.Times > 0 {
+		if m.Times--; m.Times == 0 {
+			delete(s.modes, name)
+			s.armed.Store(len(s.modes) > 0)
+		}
+	}
+	return true, m.Crash
+}
+
+// CrashMarker starts the line a crash-mode failpoint writes to stderr just
+// before the process kills itself; harnesses read it to tell an injected
+// crash from any other death.
+const CrashMarker = "FAILPOINT CRASH "
+
+// Crash writes the crash line and kills the process with SIGKILL: nothing
+// after this point runs, as in a power cut.
+func Crash(name string) {
+	fmt.Fprintf(os.Stderr, "%s%s pid=%d\n", CrashMarker, name, os.Getpid())
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	os.Exit(137) // not reached
 }

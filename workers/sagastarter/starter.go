@@ -24,6 +24,7 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/mq"
 	"github.com/seckill/seckill/workflows"
 )
@@ -51,6 +52,9 @@ type Starter struct {
 	// PayloadConflicts, if set, counts same-id-different-payload messages
 	// (seckill_inbox_payload_conflict_total, a critical alert).
 	PayloadConflicts prometheus.Counter
+	// Failpoints, if set, may stop the starter after its inbox commit,
+	// before the broker hears the acknowledgement (after_pg_commit_before_ack).
+	Failpoints *failpoint.Set
 }
 
 // New returns a Starter; every dependency is required.
@@ -114,6 +118,9 @@ func (s *Starter) handle(ctx context.Context, d mq.Delivered) (string, error) {
 	}
 	if !marked {
 		return ResultDuplicate, nil // a concurrent delivery of the same message recorded it
+	}
+	if err := s.Failpoints.Check(failpoint.AfterPGCommitBeforeAck); err != nil {
+		return "", err // recorded, not acknowledged: the redelivery is a duplicate
 	}
 	return ResultStarted, nil
 }

@@ -1,0 +1,277 @@
+package chaos
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+
+	"github.com/seckill/seckill/internal/auth"
+	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/redisx"
+	"github.com/seckill/seckill/internal/temporalx"
+	"github.com/seckill/seckill/migrations"
+	"github.com/seckill/seckill/paysim"
+)
+
+// The processes of a cluster. The workers are split by part so a crash of
+// one (say the saga worker at after_order_insert) leaves the others running,
+// as separate deployments would.
+const (
+	ProcAPI     = "api"
+	ProcStarter = "worker-starter"
+	ProcSaga    = "worker-saga"
+	ProcRest    = "worker-rest" // send-due scanner, outbox relay, dead-letter consumer, refund relay
+)
+
+// Names the cluster runs on the shared stack, apart from everything else:
+// its own database, Redis logical database, topics, consumer group and task
+// queue (created by scripts/stack.sh).
+const (
+	topicCreate  = "seckill_chaos_create"
+	topicEvents  = "seckill_chaos_events"
+	starterGroup = "saga-starter-chaos"
+	// RedisDB is the Redis logical database of chaos runs (0 is everyone else's).
+	RedisDB = 7
+)
+
+// ClusterOptions shape a Cluster.
+type ClusterOptions struct {
+	// Bin is the seckill binary to run (go build -o ... ./cmd/seckill).
+	Bin string
+	// Dir receives the processes' logs (one file per process).
+	Dir string
+	// Config is the stack's configuration (config.Load()); the cluster
+	// overrides what must be its own.
+	Config config.Config
+	Log    *slog.Logger
+}
+
+// Cluster is the gateway and the workers of one chaos run, with clients of
+// the stores to drive and judge.
+type Cluster struct {
+	Procs map[string]*Proc
+	cfg   config.Config
+	log   *slog.Logger
+
+	Pool     *pgxpool.Pool
+	Redis    *redis.Client
+	Temporal client.Client
+	auth     *auth.Authenticator
+	provider *paysim.Client
+	apiBase  string
+	dropDB   func()
+}
+
+// NewCluster creates the run's database and the processes (not started).
+func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
+	if o.Bin == "" || o.Dir == "" || o.Log == nil {
+		return nil, errors.New("chaos: Bin, Dir and Log are required")
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: o.Config, log: o.Log, Procs: map[string]*Proc{}}
+	dsn, drop, err := createDatabase(ctx, o.Config.PostgresDSN)
+	if err != nil {
+		return nil, err
+	}
+	c.dropDB = drop
+	ok := false
+	defer func() {
+		if !ok {
+			c.Close()
+		}
+	}()
+	ports, err := freePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	c.apiBase = "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	c.cfg.PostgresDSN = dsn
+	c.cfg.RedisDB = RedisDB
+	c.cfg.TemporalTaskQueue = "chaos-" + randomHex(4)
+	env := []string{
+		"SECKILL_PG_DSN=" + dsn,
+		"SECKILL_REDIS_DB=" + strconv.Itoa(RedisDB),
+		"SECKILL_TOPIC_ORDER_CREATE=" + topicCreate,
+		"SECKILL_TOPIC_EVENTS=" + topicEvents,
+		"SECKILL_STARTER_GROUP=" + starterGroup,
+		"SECKILL_TEMPORAL_TASK_QUEUE=" + c.cfg.TemporalTaskQueue,
+		"SECKILL_CALLBACK_URL=" + c.apiBase + "/v1/payments/callback",
+		"SECKILL_HTTP_ADDR=127.0.0.1:" + strconv.Itoa(ports[0]),
+		"SECKILL_SEND_DUE_DELAY=1s",
+		"SECKILL_SEND_MAX_BACKOFF=2s",
+		"SECKILL_RECONCILE_WATERMARK=3s",
+		"SECKILL_RECONCILE_SCHEDULE=false",
+		"SECKILL_LOG_LEVEL=warn",
+	}
+	add := func(name string, port int, args ...string) {
+		ready := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+		penv := append([]string{fmt.Sprintf("SECKILL_METRICS_ADDR=127.0.0.1:%d", port)}, env...)
+		if name == ProcAPI {
+			ready = c.apiBase + "/healthz"
+		}
+		c.Procs[name] = &Proc{Name: name, bin: o.Bin, args: args, env: penv, ready: ready, logs: o.Dir}
+	}
+	add(ProcAPI, ports[1], "api")
+	add(ProcStarter, ports[2], "worker", "--only", "starter")
+	add(ProcSaga, ports[3], "worker", "--only", "saga")
+	add(ProcRest, ports[4], "worker", "--only", "senddue,outbox,deadletter,refunds")
+
+	if c.Pool, err = pg.Open(ctx, dsn, 8); err != nil {
+		return nil, err
+	}
+	if c.Redis, err = redisx.OpenDB(ctx, c.cfg.RedisAddr, RedisDB, 16); err != nil {
+		return nil, err
+	}
+	if c.Temporal, err = temporalx.Dial(ctx, c.cfg.TemporalAddress, c.cfg.TemporalNamespace, slog.New(slog.DiscardHandler)); err != nil {
+		return nil, err
+	}
+	secret, err := hex.DecodeString(c.cfg.AuthSecret)
+	if err != nil {
+		return nil, fmt.Errorf("SECKILL_AUTH_SECRET: %w", err)
+	}
+	if c.auth, err = auth.New(secret, c.cfg.AdminToken); err != nil {
+		return nil, err
+	}
+	c.provider = &paysim.Client{BaseURL: c.cfg.PaysimURL, MerchantKey: c.cfg.PaysimMerchantKey}
+	ok = true
+	return c, nil
+}
+
+// Start starts every process without failpoints.
+func (c *Cluster) Start(ctx context.Context) error {
+	for _, name := range []string{ProcSaga, ProcStarter, ProcRest, ProcAPI} {
+		if err := c.Procs[name].Start(ctx, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TaskQueue is the cluster's Temporal task queue.
+func (c *Cluster) TaskQueue() string { return c.cfg.TemporalTaskQueue }
+
+// Close stops the processes, drops the run's database and its Redis
+// logical database's keys, and closes the clients.
+func (c *Cluster) Close() {
+	for _, p := range c.Procs {
+		_ = p.Kill(syscall.SIGTERM)
+	}
+	if c.Redis != nil {
+		_ = c.Redis.FlushDB(context.Background()).Err()
+		c.Redis.Close()
+	}
+	if c.Temporal != nil {
+		c.Temporal.Close()
+	}
+	if c.Pool != nil {
+		c.Pool.Close()
+	}
+	if c.dropDB != nil {
+		c.dropDB()
+	}
+}
+
+// createDatabase creates a fresh database next to adminDSN's and migrates it.
+func createDatabase(ctx context.Context, adminDSN string) (string, func(), error) {
+	name := "seckill_chaos_" + randomHex(4)
+	admin, err := pgx.Connect(ctx, adminDSN)
+	if err != nil {
+		return "", nil, fmt.Errorf("connect to postgres (is the stack up? make up): %w", err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", nil, fmt.Errorf("create database %s: %w", name, err)
+	}
+	u, err := url.Parse(adminDSN)
+	if err != nil {
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	dsn := u.String()
+	drop := func() {
+		c, err := pgx.Connect(context.Background(), adminDSN)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	}
+	if _, err := migrations.Up(ctx, dsn); err != nil {
+		drop()
+		return "", nil, fmt.Errorf("migrate %s: %w", name, err)
+	}
+	return dsn, drop, nil
+}
+
+func freePorts(n int) ([]int, error) {
+	var out []int
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// logPath is where a process's log is.
+func (c *Cluster) logPath(name string) string {
+	p := c.Procs[name]
+	return filepath.Join(p.logs, p.Name+".log")
+}
+
+// tail returns the last n lines of a process's log (for failure reports).
+func (c *Cluster) tail(name string, n int) string {
+	b, err := os.ReadFile(c.logPath(name))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitGone waits until d passes or ctx ends.
+func waitGone(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}

@@ -1,0 +1,241 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Components of the stack the kill soak kills besides the cluster's own
+// processes (their pid files are in .stack/pids, scripts/stack.sh up
+// restarts them).
+const (
+	KillTemporal = "temporal"
+	KillBroker   = "rocketmq"
+	KillPostgres = "postgres"
+	KillRedis    = "redis"
+)
+
+// KillTargets lists everything the soak can kill.
+var KillTargets = []string{ProcAPI, ProcStarter, ProcSaga, ProcRest, KillTemporal, KillBroker, KillPostgres, KillRedis}
+
+// stackPids are the pid files of each stack component.
+var stackPids = map[string][]string{
+	KillTemporal: {"temporal"},
+	KillBroker:   {"rocketmq-broker", "rocketmq-namesrv"},
+	KillPostgres: {"postgres"},
+	KillRedis:    {"redis"},
+}
+
+// KillOptions shape a kill soak.
+type KillOptions struct {
+	Duration   time.Duration
+	Every      time.Duration
+	Components []string
+	// StackScript is scripts/stack.sh, StackDir the stack's .stack directory.
+	StackScript string
+	StackDir    string
+	Settle      time.Duration
+	Progress    io.Writer
+}
+
+// Kill runs the kill soak on the cluster (started).
+func Kill(ctx context.Context, c *Cluster, o KillOptions) (Report, error) {
+	if len(o.Components) == 0 {
+		o.Components = KillTargets
+	}
+	for _, comp := range o.Components {
+		if !slices.Contains(KillTargets, comp) {
+			return Report{}, fmt.Errorf("unknown component %q (known: %s)", comp, strings.Join(KillTargets, ","))
+		}
+	}
+	if o.Duration <= 0 {
+		o.Duration = 5 * time.Minute
+	}
+	if o.Every <= 0 {
+		o.Every = 20 * time.Second
+	}
+	if o.Settle <= 0 {
+		o.Settle = 3 * time.Minute
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	rep := Report{Started: time.Now()}
+	rows := map[string]*PointResult{}
+	for _, comp := range o.Components {
+		rows[comp] = &PointResult{Failpoint: "SIGKILL " + comp, Hosts: []string{comp}}
+		rep.Rows = append(rep.Rows, rows[comp])
+	}
+	var mu sync.Mutex
+	var sales []*Sale
+	lastBy := map[*Sale]string{}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	next.Store(time.Now().UnixMilli())
+
+	// Load: a new sale every second or so, at most four settling at once.
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	sem := make(chan struct{}, 4)
+	go func() {
+		for loadCtx.Err() == nil {
+			select {
+			case sem <- struct{}{}:
+			case <-loadCtx.Done():
+				return
+			}
+			s := &Sale{ActivityID: next.Add(1), Started: time.Now(), Codes: map[int]int{}}
+			mu.Lock()
+			sales = append(sales, s)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if err := c.Drive(ctx, s); err != nil && ctx.Err() == nil {
+					s.Err = err
+				}
+				if err := c.AwaitSettled(ctx, s, o.Settle+o.Duration); err != nil && ctx.Err() == nil {
+					s.Err = err
+				}
+			}()
+			_ = waitGone(loadCtx, time.Second)
+		}
+	}()
+
+	end := time.Now().Add(o.Duration)
+	for time.Now().Before(end) {
+		wait := time.Duration(float64(o.Every) * (0.5 + rand.Float64()))
+		if err := waitGone(ctx, wait); err != nil {
+			return rep, err
+		}
+		comp := o.Components[rand.IntN(len(o.Components))]
+		at := time.Now()
+		if err := c.kill(ctx, comp, o); err != nil {
+			rows[comp].Errors = append(rows[comp].Errors, err.Error())
+		}
+		rows[comp].Runs++
+		rows[comp].Crashes++
+		mu.Lock()
+		for _, s := range sales {
+			if s.Converged.IsZero() {
+				s.Disturbed = at
+				lastBy[s] = comp
+			}
+		}
+		mu.Unlock()
+		fmt.Fprintf(o.Progress, "chaos: killed %s at %s (back in %s)\n", comp, at.Format("15:04:05"), time.Since(at).Round(100*time.Millisecond))
+	}
+	stopLoad()
+	wg.Wait()
+	for _, s := range sales {
+		comp := lastBy[s]
+		if comp == "" {
+			continue // never disturbed: load, not a run
+		}
+		row := rows[comp]
+		row.Sales++
+		if s.Err != nil {
+			row.Errors = append(row.Errors, fmt.Sprintf("sale %d: %v", s.ActivityID, s.Err))
+		}
+		for _, v := range s.Violations {
+			row.Violations = append(row.Violations, fmt.Sprintf("sale %d: %s", s.ActivityID, v))
+		}
+		if !s.Converged.IsZero() {
+			row.Converge = append(row.Converge, s.ConvergeTime())
+		}
+	}
+	for _, row := range rep.Rows {
+		row.P50, row.P99 = percentile(row.Converge, 0.50), percentile(row.Converge, 0.99)
+	}
+	left, err := c.Leftovers(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Leftovers = left
+	rep.Duration = time.Since(rep.Started)
+	return rep, nil
+}
+
+// kill SIGKILLs comp, waits a random pause (up to 3 s) and brings it back.
+func (c *Cluster) kill(ctx context.Context, comp string, o KillOptions) error {
+	pause := time.Duration(rand.IntN(3000)) * time.Millisecond
+	if p, ok := c.Procs[comp]; ok {
+		if err := p.Kill(syscall.SIGKILL); err != nil {
+			return err
+		}
+		if err := waitGone(ctx, pause); err != nil {
+			return err
+		}
+		for {
+			err := p.Start(ctx, "")
+			if err == nil {
+				return nil
+			}
+			c.log.Warn("chaos.restart_failed", "process", comp, "error", err)
+			if err := waitGone(ctx, 2*time.Second); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range stackPids[comp] {
+		b, err := os.ReadFile(filepath.Join(o.StackDir, "pids", name+".pid"))
+		if err != nil {
+			return fmt.Errorf("pid of %s: %w", name, err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return fmt.Errorf("pid of %s: %w", name, err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("kill %s (%d): %w", name, pid, err)
+		}
+		for syscall.Kill(pid, 0) == nil { // gone (a zombie of the stack script counts as gone)
+			if isZombie(pid) || waitGone(ctx, 50*time.Millisecond) != nil {
+				break
+			}
+		}
+	}
+	if err := waitGone(ctx, pause); err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		out, err := exec.CommandContext(ctx, o.StackScript, "up").CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		if attempt == 5 || ctx.Err() != nil {
+			return fmt.Errorf("scripts/stack.sh up after killing %s: %v: %s", comp, err, lastLines(string(out), 5))
+		}
+		_ = waitGone(ctx, 2*time.Second)
+	}
+}
+
+func isZombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(b))
+	return len(f) > 2 && f[2] == "Z"
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,175 @@
+// Package chaos proves convergence by killing things: the crash-point matrix
+// (every seed failpoint armed on its real path in a real seckill process,
+// the process killed there and restarted, the invariants checked each time)
+// and the kill soak (random SIGKILLs of the gateway, the workers, the
+// Temporal server, the broker, PostgreSQL and Redis under load). The
+// processes are the real bin/seckill subcommands on the project's stack;
+// this package only starts, kills and watches them, drives sales over HTTP
+// and reads the stores to judge.
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/seckill/seckill/internal/failpoint"
+)
+
+// Proc is one seckill process the harness runs, kills and restarts.
+type Proc struct {
+	Name  string
+	bin   string
+	args  []string
+	env   []string
+	ready string // URL answering 200 once the process serves
+	logs  string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	crashed string // the failpoint the last incarnation died at ("" if none)
+	starts  int
+}
+
+// Start runs a new incarnation with failpoints armed by spec (the
+// SECKILL_FAILPOINTS syntax; "" for none) and waits until it serves.
+func (p *Proc) Start(ctx context.Context, spec string) error {
+	p.mu.Lock()
+	if p.cmd != nil {
+		p.mu.Unlock()
+		return fmt.Errorf("%s is running", p.Name)
+	}
+	p.starts++
+	f, err := os.OpenFile(filepath.Join(p.logs, p.Name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	fmt.Fprintf(f, "\n=== %s start %d, failpoints %q, %s\n", p.Name, p.starts, spec, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Env = append(append(os.Environ(), p.env...), "SECKILL_FAILPOINTS="+spec)
+	cmd.Stdout = f
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		f.Close()
+		p.mu.Unlock()
+		return err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		p.mu.Unlock()
+		return fmt.Errorf("start %s: %w", p.Name, err)
+	}
+	done := make(chan struct{})
+	p.cmd, p.done, p.crashed = cmd, done, ""
+	p.mu.Unlock()
+	go func() {
+		crashed := watchStderr(stderr, f)
+		_ = cmd.Wait()
+		f.Close()
+		p.mu.Lock()
+		p.cmd, p.crashed = nil, crashed
+		p.mu.Unlock()
+		close(done)
+	}()
+	return p.waitReady(ctx, done)
+}
+
+// watchStderr copies the process's stderr to its log and returns the
+// failpoint it announced crashing at, if any.
+func watchStderr(r io.Reader, log io.Writer) string {
+	crashed := ""
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(log, line)
+		if rest, ok := strings.CutPrefix(line, failpoint.CrashMarker); ok {
+			crashed, _, _ = strings.Cut(rest, " ")
+		}
+	}
+	return crashed
+}
+
+func (p *Proc) waitReady(ctx context.Context, done <-chan struct{}) error {
+	c := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if resp, err := c.Get(p.ready); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("%s exited while starting (see %s)", p.Name, filepath.Join(p.logs, p.Name+".log"))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready at %s after 60s", p.Name, p.ready)
+		}
+	}
+}
+
+// Running reports whether an incarnation runs.
+func (p *Proc) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil
+}
+
+// Exited returns a channel closed when the current incarnation ends (nil if none runs).
+func (p *Proc) Exited() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return nil
+	}
+	return p.done
+}
+
+// Crashed is the failpoint the last incarnation died at ("" if it did not).
+func (p *Proc) Crashed() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.crashed
+}
+
+// Kill sends sig to the incarnation's process group and waits for it to end.
+func (p *Proc) Kill(sig syscall.Signal) error {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill %s: %w", p.Name, err)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return nil
+	}
+}
+
+// Stop ends the incarnation gracefully (SIGTERM).
+func (p *Proc) Stop() error { return p.Kill(syscall.SIGTERM) }

@@ -1,0 +1,317 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/seckill/seckill/internal/invariants"
+	"github.com/seckill/seckill/internal/reconcile"
+	"github.com/seckill/seckill/internal/sale"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/paysim"
+	"github.com/seckill/seckill/workflows"
+)
+
+// The sale every run plays, small enough to settle in seconds and shaped to
+// pass every failpoint: 4 buyers for 3 units in Redis but 2 in PostgreSQL
+// (one reservation is rejected and compensated), one buyer pays through the
+// gateway's callback, the other order expires and is cancelled.
+const (
+	saleSKU        = 1
+	saleBuyers     = 4
+	saleRedisStock = 3
+	salePGStock    = 2
+	salePayTimeout = 2 // seconds
+)
+
+// Sale is one sale of a run and what became of it.
+type Sale struct {
+	ActivityID int64
+	Started    time.Time
+	// Disturbed is the last crash or kill that hit the sale.
+	Disturbed time.Time
+	Converged time.Time
+	Codes     map[int]int // HTTP answers to the buyers
+	// Violations are the invariants (and convergence rules) that do not hold.
+	Violations []string
+	Err        error
+}
+
+// ConvergeTime is how long after its last disturbance the sale converged.
+func (s *Sale) ConvergeTime() time.Duration {
+	from := s.Disturbed
+	if from.IsZero() {
+		from = s.Started
+	}
+	if s.Converged.Before(from) {
+		return 0
+	}
+	return s.Converged.Sub(from)
+}
+
+// Drive plays the sale's buyers over the gateway's HTTP API, retrying
+// through outages (the same Idempotency-Key each time), until ctx ends.
+func (c *Cluster) Drive(ctx context.Context, s *Sale) error {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	now := time.Now()
+	def := sale.Activity{ActivityID: s.ActivityID, Name: fmt.Sprintf("chaos %d", s.ActivityID), StartsAt: now.Add(-time.Minute),
+		EndsAt: now.Add(time.Hour), PaymentTimeoutSeconds: salePayTimeout, OrderDeadlineSeconds: 60,
+		SKUs: []sale.SKU{{SKUID: saleSKU, Stock: saleRedisStock, PriceCents: 1000}}}
+	if _, err := c.call(ctx, hc, http.MethodPost, "/v1/admin/activities", c.cfg.AdminToken, "", def, http.StatusOK); err != nil {
+		return fmt.Errorf("sale set-up: %w", err)
+	}
+	if _, err := c.Pool.Exec(ctx, `UPDATE sku_inventory SET initial_stock = $3, available_stock = $3 WHERE activity_id = $1 AND sku_id = $2`,
+		s.ActivityID, saleSKU, salePGStock); err != nil {
+		return fmt.Errorf("lower PostgreSQL stock: %w", err)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var firstErr error
+	for u := int64(1); u <= saleBuyers; u++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tok, err := c.auth.Mint(u, time.Hour)
+			if err == nil {
+				var code int
+				code, err = c.call(ctx, hc, http.MethodPost, fmt.Sprintf("/v1/activities/%d/skus/%d/reservations", s.ActivityID, saleSKU),
+					tok, uuid.NewString(), nil, http.StatusAccepted, http.StatusConflict)
+				mu.Lock()
+				s.Codes[code]++
+				mu.Unlock()
+			}
+			if err != nil {
+				mu.Lock()
+				firstErr = errors.Join(firstErr, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return c.pay(ctx, hc, s)
+}
+
+// pay has the buyer of the sale's first order pay it (through the gateway
+// and the provider, whose callback comes back to the gateway). An order that
+// expired first is simply cancelled.
+func (c *Cluster) pay(ctx context.Context, hc *http.Client, s *Sale) error {
+	var orderID uuid.UUID
+	var user int64
+	for orderID == uuid.Nil {
+		err := c.Pool.QueryRow(ctx, `SELECT order_id, user_id FROM orders WHERE activity_id = $1 ORDER BY user_id LIMIT 1`, s.ActivityID).
+			Scan(&orderID, &user)
+		if err != nil && waitGone(ctx, 50*time.Millisecond) != nil {
+			return fmt.Errorf("no order to pay: %w", ctx.Err())
+		}
+	}
+	tok, err := c.auth.Mint(user, time.Hour)
+	if err != nil {
+		return err
+	}
+	var started struct {
+		TransactionID string `json:"transaction_id"`
+	}
+	code, err := c.callInto(ctx, hc, http.MethodPost, "/v1/orders/"+orderID.String()+"/payments", tok, "", nil, &started,
+		http.StatusCreated, http.StatusConflict)
+	if err != nil || code == http.StatusConflict {
+		return err // too late to pay: the order is cancelled instead
+	}
+	for {
+		_, err := c.provider.Pay(ctx, started.TransactionID, paysim.PayOptions{})
+		if err == nil || errors.Is(err, paysim.ErrPaymentClosed) {
+			return nil
+		}
+		if waitGone(ctx, 200*time.Millisecond) != nil {
+			return fmt.Errorf("pay %s: %w", started.TransactionID, err)
+		}
+	}
+}
+
+// call sends one request until the gateway answers one of want (any other
+// answer of 5xx, or no answer, is retried: the gateway may be down).
+func (c *Cluster) call(ctx context.Context, hc *http.Client, method, path, token, key string, body any, want ...int) (int, error) {
+	return c.callInto(ctx, hc, method, path, token, key, body, nil, want...)
+}
+
+func (c *Cluster) callInto(ctx context.Context, hc *http.Client, method, path, token, key string, body, out any, want ...int) (int, error) {
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return 0, err
+		}
+	}
+	for {
+		req, err := http.NewRequestWithContext(ctx, method, c.apiBase+path, bytes.NewReader(payload))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := hc.Do(req)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, w := range want {
+				if resp.StatusCode == w {
+					if out != nil {
+						_ = json.Unmarshal(b, out)
+					}
+					return resp.StatusCode, nil
+				}
+			}
+			if resp.StatusCode < 500 {
+				return resp.StatusCode, fmt.Errorf("%s %s: %s %s", method, path, resp.Status, bytes.TrimSpace(b))
+			}
+		}
+		if waitGone(ctx, 100*time.Millisecond) != nil {
+			return 0, fmt.Errorf("%s %s: gateway unreachable: %w", method, path, ctx.Err())
+		}
+	}
+}
+
+// Settled reports whether the sale converged: every admitted reservation is
+// known to PostgreSQL and final (order paid or cancelled, or compensated),
+// no order waits, Redis holds no open reservation and nothing in send_due,
+// every compensation and refund is done and no saga of the sale runs. What
+// is still open is named.
+func (c *Cluster) Settled(ctx context.Context, s *Sale) (bool, string, error) {
+	var open, reservations, openOrders, tasks, refunds int
+	err := c.Pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE r.status NOT IN ('ORDER_CREATED', 'COMPENSATED', 'CANCELLED')
+		                          OR (r.status = 'ORDER_CREATED' AND o.status <> 'PAID')),
+		       count(*),
+		       (SELECT count(*) FROM orders WHERE activity_id = $1 AND status IN ('CREATED', 'PAYING', 'CANCEL_PENDING', 'REFUNDING')),
+		       (SELECT count(*) FROM compensation_task t JOIN inventory_reservation x ON x.reservation_id = t.reservation_id
+		          WHERE x.activity_id = $1 AND t.status NOT IN ('APPLIED', 'VERIFIED')),
+		       (SELECT count(*) FROM refund_task WHERE activity_id = $1 AND status <> 'DONE')
+		FROM inventory_reservation r LEFT JOIN orders o ON o.order_id = r.order_id
+		WHERE r.activity_id = $1`, s.ActivityID).Scan(&open, &reservations, &openOrders, &tasks, &refunds)
+	if err != nil {
+		return false, "", err
+	}
+	k := lua.Keys{ActivityID: s.ActivityID, SKUID: saleSKU}
+	openReserved, _ := c.Redis.HGet(ctx, k.Counter(), "open_reserved").Int()
+	due, _ := c.Redis.ZCard(ctx, k.SendDue()).Result()
+	admitted := s.Codes[http.StatusAccepted]
+	var pending []string
+	if reservations < admitted {
+		pending = append(pending, fmt.Sprintf("%d of %d admitted reservations in PostgreSQL", reservations, admitted))
+	}
+	for _, x := range []struct {
+		n    int64
+		what string
+	}{{int64(open), "reservations not final"}, {int64(openOrders), "orders open"}, {int64(tasks), "compensations unfinished"},
+		{int64(refunds), "refunds owed"}, {int64(openReserved), "open reservations in Redis"}, {due, "reservations in send_due"}} {
+		if x.n > 0 {
+			pending = append(pending, fmt.Sprintf("%d %s", x.n, x.what))
+		}
+	}
+	if len(pending) == 0 {
+		running, err := c.Temporal.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+			Query: fmt.Sprintf(`ActivityId = %d AND ExecutionStatus = "Running"`, s.ActivityID)})
+		if err != nil {
+			return false, "", err
+		}
+		if n := running.GetCount(); n > 0 {
+			pending = append(pending, fmt.Sprintf("%d sagas running", n))
+		}
+	}
+	return len(pending) == 0, strings.Join(pending, ", "), nil
+}
+
+// Judge checks the invariants I1–I7 of a settled sale (quiescent: the
+// cross-system relation must hold exactly).
+func (c *Cluster) Judge(ctx context.Context, s *Sale) error {
+	_, vs, err := invariants.Check(ctx, c.Pool, c.Redis, s.ActivityID, saleSKU, true)
+	if err != nil {
+		return err
+	}
+	for _, v := range vs {
+		s.Violations = append(s.Violations, v.String())
+	}
+	return nil
+}
+
+// Leftovers names what a run left that nothing will finish: quarantined or
+// dead-lettered messages, failed repairs, outbox events not sent after a
+// minute, reservations under manual review.
+func (c *Cluster) Leftovers(ctx context.Context) ([]string, error) {
+	var quarantined, failedRepairs, unsent, manual int
+	if err := c.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM message_quarantine),
+		(SELECT count(*) FROM repair_task WHERE status = 'FAILED'),
+		(SELECT count(*) FROM event_outbox WHERE status <> 'SENT' AND created_at < clock_timestamp() - interval '1 minute'),
+		(SELECT count(*) FROM inventory_reservation WHERE status = 'MANUAL_REVIEW')`).
+		Scan(&quarantined, &failedRepairs, &unsent, &manual); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, x := range []struct {
+		n    int
+		what string
+	}{{quarantined, "messages quarantined or dead-lettered"}, {failedRepairs, "automatic repairs failed"},
+		{unsent, "outbox events unsent for a minute"}, {manual, "reservations in MANUAL_REVIEW"}} {
+		if x.n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", x.n, x.what))
+		}
+	}
+	return out, nil
+}
+
+// AwaitSettled waits until the sale settles (running reconciliation now and
+// then, as the Schedule would), then judges it. A sale that does not settle
+// within d is a violation: something waits forever.
+func (c *Cluster) AwaitSettled(ctx context.Context, s *Sale, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	nextReconcile := time.Now().Add(5 * time.Second)
+	for {
+		ok, pending, err := c.Settled(ctx, s)
+		if err == nil && ok {
+			s.Converged = time.Now()
+			return c.Judge(ctx, s)
+		}
+		if time.Now().After(deadline) {
+			s.Violations = append(s.Violations, fmt.Sprintf("not settled %s after its last disturbance: %s (err %v)", d, pending, err))
+			return nil
+		}
+		if time.Now().After(nextReconcile) {
+			c.reconcile(ctx, s.ActivityID)
+			nextReconcile = time.Now().Add(5 * time.Second)
+		}
+		if err := waitGone(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// reconcile starts one ReconcileWorkflow for the activity on the cluster's
+// task queue (the saga worker runs it; a crashed one runs it on restart).
+func (c *Cluster) reconcile(ctx context.Context, activityID int64) {
+	_, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: fmt.Sprintf("%schaos-%d-%d", workflows.ReconcileWorkflowIDPrefix, activityID, time.Now().UnixNano()), TaskQueue: c.TaskQueue(),
+		WorkflowExecutionTimeout: time.Minute,
+	}, workflows.ReconcileWorkflow, reconcile.Input{ActivityID: activityID})
+	if err != nil {
+		c.log.Warn("chaos.reconcile_start_failed", "activity_id", activityID, "error", err)
+	}
+}
