@@ -316,6 +316,7 @@ func TestCompensationWithMissingRedisKeyNeverAddsStock(t *testing.T) {
 func TestCommitOutcomeUnknownResolvesByInbox(t *testing.T) {
 	r := newRig(t, 5, 5)
 	m := r.reserve(t, 1)
+	testenv.RequireFailpoints(t)
 	r.fp.Arm(failpoint.DuringCommitResponse, 1)
 	res, err := r.acts.CreateOrder(context.Background(), m)
 	if err != nil || res.Outcome != activities.OutcomeCreated || !res.Duplicate {
@@ -330,6 +331,7 @@ func TestCommitOutcomeUnknownResolvesByInbox(t *testing.T) {
 	// A commit that did not happen: the failpoint fires before commit and the
 	// transaction rolls back; the retry (same message_id) creates the order once.
 	m2 := r.reserve(t, 2)
+	testenv.RequireFailpoints(t)
 	r.fp.Arm(failpoint.AfterOrderInsert, 1)
 	if _, err := r.acts.CreateOrder(context.Background(), m2); !errors.Is(err, failpoint.ErrInjected) {
 		t.Fatalf("crash mid-transaction = %v", err)

@@ -29,7 +29,7 @@ const (
 
 func newAuth(t testing.TB) *auth.Authenticator {
 	t.Helper()
-	a, err := auth.New([]byte(testSecret), testAdminToken)
+	a, err := auth.New(auth.Options{Keys: map[int][]byte{1: []byte(testSecret)}, Current: 1, MaxTTL: 24 * time.Hour, AdminToken: testAdminToken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +143,9 @@ func serve(h http.Handler, method, target string, header http.Header, body strin
 			req.Header.Add(k, v)
 		}
 	}
+	if _, set := req.Header["Content-Type"]; body != "" && !set {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
@@ -192,7 +195,6 @@ const reservePath = "/v1/activities/11/skus/22/reservations"
 func TestReserveRejectsBadInputWithoutCallingTheReserver(t *testing.T) {
 	key := uuid.NewString()
 	other := uuid.NewString()
-	big := `{"request_id":"` + key + `"}` + strings.Repeat(" ", 1100)
 	cases := []struct {
 		name   string
 		path   string
@@ -210,8 +212,6 @@ func TestReserveRejectsBadInputWithoutCallingTheReserver(t *testing.T) {
 		{name: "trailing garbage", body: `{"request_id":"` + key + `"} x`, field: "body"},
 		{name: "trailing closing brace", body: `{"request_id":"` + key + `"}}`, field: "body"},
 		{name: "trailing closing bracket", body: `{"request_id":"` + key + `"}]`, field: "body"},
-		{name: "oversized body (> 1 KiB)", body: big, field: "body", header: hdr("Idempotency-Key", key)},
-		{name: "oversized garbage", body: strings.Repeat("x", 5000), field: "body", header: hdr("Idempotency-Key", key)},
 		{name: "no key, no body", field: "Idempotency-Key"},
 		{name: "no key, empty object", body: `{}`, field: "Idempotency-Key"},
 		{name: "no key, empty request_id", body: `{"request_id":""}`, field: "Idempotency-Key"},
@@ -231,6 +231,9 @@ func TestReserveRejectsBadInputWithoutCallingTheReserver(t *testing.T) {
 		{name: "activity_id negative", path: "/v1/activities/-1/skus/22/reservations", header: hdr("Idempotency-Key", key), field: "activity_id"},
 		{name: "activity_id fractional", path: "/v1/activities/1.5/skus/22/reservations", header: hdr("Idempotency-Key", key), field: "activity_id"},
 		{name: "activity_id overflows int64", path: "/v1/activities/9223372036854775808/skus/22/reservations", header: hdr("Idempotency-Key", key), field: "activity_id"},
+		{name: "activity_id with a plus sign", path: "/v1/activities/+11/skus/22/reservations", header: hdr("Idempotency-Key", key), field: "activity_id"},
+		{name: "activity_id with a leading zero", path: "/v1/activities/011/skus/22/reservations", header: hdr("Idempotency-Key", key), field: "activity_id"},
+		{name: "sku_id with a leading zero", path: "/v1/activities/11/skus/022/reservations", header: hdr("Idempotency-Key", key), field: "sku_id"},
 		{name: "sku_id not numeric", path: "/v1/activities/11/skus/x/reservations", header: hdr("Idempotency-Key", key), field: "sku_id"},
 		{name: "sku_id zero", path: "/v1/activities/11/skus/0/reservations", header: hdr("Idempotency-Key", key), field: "sku_id"},
 		{name: "sku_id negative", path: "/v1/activities/11/skus/-5/reservations", header: hdr("Idempotency-Key", key), field: "sku_id"},
@@ -259,7 +262,7 @@ func TestReserveRejectsBadInputWithoutCallingTheReserver(t *testing.T) {
 
 func TestUnauthenticated(t *testing.T) {
 	a := newAuth(t)
-	otherKey, err := auth.New([]byte("another-secret-of-at-least-32-bytes!!!!"), testAdminToken)
+	otherKey, err := auth.New(auth.Options{Keys: map[int][]byte{1: []byte("another-secret-of-at-least-32-bytes!!!!")}, Current: 1, MaxTTL: 24 * time.Hour, AdminToken: testAdminToken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +552,6 @@ func TestAdminSetupRejections(t *testing.T) {
 		{"wrong type", with(func(a map[string]any) { a["activity_id"] = "1001" }), "body"},
 		{"bad time", with(func(a map[string]any) { a["starts_at"] = "tomorrow" }), "body"},
 		{"trailing data", jsonOf(t, validActivity()) + "{}", "body"},
-		{"oversized (> 1 MiB)", jsonOf(t, validActivity()) + strings.Repeat(" ", 1<<20), "body"},
 		{"null", "null", "activity_id"},
 		{"empty object", "{}", "activity_id"},
 		{"activity_id zero", with(func(a map[string]any) { a["activity_id"] = 0 }), "activity_id"},
@@ -625,14 +627,12 @@ func TestRoutingErrorsAreJSON(t *testing.T) {
 func TestOperationalEndpoints(t *testing.T) {
 	d := loadDoc(t)
 	h := fullRouter(t)
-	for _, p := range []string{"/healthz", "/metrics"} {
-		rec := serve(h, http.MethodGet, p, nil, "")
-		if rec.Code != http.StatusOK {
-			t.Fatalf("GET %s = %d", p, rec.Code)
-		}
-		d.conform(t, h, http.MethodGet, p, rec)
+	rec := serve(h, http.MethodGet, "/healthz", nil, "")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /healthz = %d", rec.Code)
 	}
-	// Without a metrics handler there is no /metrics route.
+	d.conform(t, h, http.MethodGet, "/healthz", rec)
+	// /metrics is not on the public listener (the metrics listener serves it).
 	u := newUnit(t)
 	rec, m := u.do(http.MethodGet, "/metrics", nil, "")
 	expectError(t, rec, m, http.StatusNotFound, "NOT_FOUND", "")

@@ -321,11 +321,7 @@ func keys(m map[string]any) []string {
 // never called by the route listing.
 func fullRouter(t testing.TB) http.Handler {
 	t.Helper()
-	return api.NewRouter(api.Deps{Auth: newAuth(t), Reserver: &fakeReserver{}, Status: &fakeStatus{},
-		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-			fmt.Fprintln(w, "# metrics")
-		})})
+	return api.NewRouter(api.Deps{Auth: newAuth(t), Reserver: &fakeReserver{}, Status: &fakeStatus{}})
 }
 
 type route struct{ method, pattern string }
@@ -514,7 +510,8 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	}
 	want := []string{"INVALID_ARGUMENT", "UNAUTHENTICATED", "SOLD_OUT", "ALREADY_RESERVED", "SALE_NOT_STARTED",
 		"SALE_ENDED", "UNKNOWN_SALE", "UNAVAILABLE", "NOT_FOUND", "REDIS_NEEDS_REBUILD", "INTERNAL", "METHOD_NOT_ALLOWED",
-		"ORDER_STATE", "BAD_SIGNATURE", "INVALID_CALLBACK", "WEBHOOK_ID_REUSED", "PAYMENT_MISMATCH", "UNKNOWN_ORDER"}
+		"ORDER_STATE", "BAD_SIGNATURE", "INVALID_CALLBACK", "WEBHOOK_ID_REUSED", "PAYMENT_MISMATCH", "UNKNOWN_ORDER",
+		"PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE", "RATE_LIMITED", "PAYMENT_UNCONFIRMED"}
 	sort.Strings(got)
 	sort.Strings(want)
 	if !slices.Equal(got, want) {

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -106,7 +105,7 @@ func (h *handlers) cancelOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	var body cancelBody
 	if err := decodeOptional(w, r, maxReserveBody, &body); err != nil {
-		invalid(w, "body", err.Error())
+		bodyError(w, err)
 		return
 	}
 	if len(body.Reason) > 500 {
@@ -128,9 +127,9 @@ func (h *handlers) paymentCallback(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallbackBody))
+	body, err := readBody(w, r, maxCallbackBody)
 	if err != nil {
-		invalid(w, "body", "could not be read or is too large")
+		bodyError(w, err)
 		return
 	}
 	err = c.HandleCallback(r.Context(), r.Header, body)

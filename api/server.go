@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -45,9 +47,13 @@ type Deps struct {
 	Status   StatusReader
 	Pool     *pgxpool.Pool // admin sale set-up
 	Redis    redis.Cmdable // admin sale set-up
-	Metrics  http.Handler  // served on /metrics; may be nil
 	Checkout Checkout      // orders, payments, callbacks; nil answers 503 there
 	Log      *slog.Logger
+	// Limits are the abuse limits of the reservation and payment endpoints
+	// (the zero value limits nothing).
+	Limits Limits
+	// HandlerTimeout is every handler's deadline (default 10 s).
+	HandlerTimeout time.Duration
 }
 
 // Body limits: a reserve request carries at most a request_id.
@@ -61,15 +67,16 @@ func NewRouter(d Deps) http.Handler {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
+	if d.HandlerTimeout <= 0 {
+		d.HandlerTimeout = 10 * time.Second
+	}
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, recoverer(d.Log))
+	r.Use(middleware.RequestID, recoverer(d.Log), deadline(d.HandlerTimeout))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	if d.Metrics != nil {
-		r.Method(http.MethodGet, "/metrics", d.Metrics)
-	}
 	h := &handlers{d: d}
+	lim := newLimiters(d.Limits, d.Log)
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/yaml")
@@ -78,11 +85,16 @@ func NewRouter(d Deps) http.Handler {
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(h.requireUser)
-			r.Post("/activities/{activity_id}/skus/{sku_id}/reservations", h.reserve)
 			r.Get("/activities/{activity_id}/skus/{sku_id}/reservations/{reservation_id}", h.getReservation)
 			r.Get("/orders/{order_id}", h.getOrder)
-			r.Post("/orders/{order_id}/payments", h.startPayment)
 			r.Post("/orders/{order_id}/cancel", h.cancelOrder)
+		})
+		// The business flows bots go for (OWASP API6): limited per client IP
+		// before authentication, per user after it.
+		r.Group(func(r chi.Router) {
+			r.Use(lim.ip, h.requireUser, lim.user)
+			r.Post("/activities/{activity_id}/skus/{sku_id}/reservations", h.reserve)
+			r.Post("/orders/{order_id}/payments", h.startPayment)
 		})
 		// Authenticated by the provider's signature, not a bearer token.
 		r.Post("/payments/callback", h.paymentCallback)
@@ -154,7 +166,7 @@ func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 					if v == http.ErrAbortHandler {
 						panic(v)
 					}
-					log.Error("api.panic", "panic", fmt.Sprint(v), "path", r.URL.Path, "request", middleware.GetReqID(r.Context()))
+					log.Error("api.panic", "panic", fmt.Sprint(v), "path", r.URL.Path, "request", middleware.GetReqID(r.Context()), "stack", string(debug.Stack()))
 					writeError(w, http.StatusInternalServerError, apiError{Code: "INTERNAL", Message: "internal error"})
 				}
 			}()
@@ -184,25 +196,44 @@ func (h *handlers) requireUser(next http.Handler) http.Handler {
 	})
 }
 
+// requireAdmin checks the admin credential (in constant time) and logs every
+// admin request: who (the credential's fingerprint), what, from where, and
+// how it ended.
 func (h *handlers) requireAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.d.Auth.Admin(bearer(r)) {
-			h.d.Log.Warn("api.admin_denied", "path", r.URL.Path)
+			h.d.Log.Warn("api.admin_denied", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr,
+				"request", middleware.GetReqID(r.Context()))
 			w.Header().Set("WWW-Authenticate", `Bearer realm="seckill-admin"`)
 			writeError(w, http.StatusUnauthorized, apiError{Code: "UNAUTHENTICATED", Message: "the admin credential is required"})
 			return
 		}
-		next.ServeHTTP(w, r)
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		start := time.Now()
+		next.ServeHTTP(ww, r)
+		h.d.Log.Info("admin.action", "who", h.d.Auth.AdminName(), "method", r.Method, "path", r.URL.Path,
+			"remote", r.RemoteAddr, "request", middleware.GetReqID(r.Context()), "status", ww.Status(),
+			"duration_ms", time.Since(start).Milliseconds())
 	})
 }
 
 func userOf(r *http.Request) int64 { return r.Context().Value(ctxKey{}).(int64) }
 
-// pathID parses a positive integer path parameter.
+// pathID parses a positive integer path parameter, written canonically (no
+// sign, no leading zeros): one id, one spelling.
 func pathID(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
-	v, err := strconv.ParseInt(chi.URLParam(r, name), 10, 64)
-	if err != nil || v <= 0 {
-		invalid(w, name, "must be a positive integer")
+	v, ok := ParseID(chi.URLParam(r, name))
+	if !ok {
+		invalid(w, name, "must be a positive integer in canonical decimal (no sign, no leading zeros)")
+		return 0, false
+	}
+	return v, true
+}
+
+// ParseID parses a positive int64 written in canonical decimal.
+func ParseID(s string) (int64, bool) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v <= 0 || strconv.FormatInt(v, 10) != s {
 		return 0, false
 	}
 	return v, true
@@ -225,7 +256,7 @@ func (h *handlers) reserve(w http.ResponseWriter, r *http.Request) {
 	}
 	var body reserveBody
 	if err := decodeOptional(w, r, maxReserveBody, &body); err != nil {
-		invalid(w, "body", err.Error())
+		bodyError(w, err)
 		return
 	}
 	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
@@ -306,7 +337,7 @@ func (h *handlers) getReservation(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) setupSale(w http.ResponseWriter, r *http.Request) {
 	var a sale.Activity
 	if err := decodeRequired(w, r, maxAdminBody, &a); err != nil {
-		invalid(w, "body", err.Error())
+		bodyError(w, err)
 		return
 	}
 	res, err := sale.Setup(r.Context(), h.d.Pool, h.d.Redis, a)
@@ -347,16 +378,65 @@ func decodeRequired(w http.ResponseWriter, r *http.Request, limit int64, v any) 
 	return strictJSON(body, v)
 }
 
+// BodyError is a request body refused before decoding: too large (413) or
+// not JSON (415).
+type BodyError struct {
+	Status int
+	Code   string
+	Msg    string
+}
+
+func (e *BodyError) Error() string { return e.Msg }
+
+// bodyError answers a body that could not be taken: 413, 415, or 400 for
+// anything the JSON decoder refused.
+func bodyError(w http.ResponseWriter, err error) {
+	var be *BodyError
+	if errors.As(err, &be) {
+		writeError(w, be.Status, apiError{Code: be.Code, Field: "body", Message: be.Msg})
+		return
+	}
+	invalid(w, "body", err.Error())
+}
+
+// readBody reads at most limit bytes; a non-empty body must be declared
+// application/json.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return nil, fmt.Errorf("larger than %d bytes", limit)
+		return nil, &BodyError{http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", fmt.Sprintf("larger than %d bytes", limit)}
 	case err != nil:
 		return nil, fmt.Errorf("could not be read: %v", err)
 	}
+	if len(bytes.TrimSpace(body)) > 0 && !isJSON(r.Header.Get("Content-Type")) {
+		return nil, &BodyError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
+			fmt.Sprintf("Content-Type %q: the body must be application/json", r.Header.Get("Content-Type"))}
+	}
 	return body, nil
+}
+
+// isJSON reports whether a Content-Type is application/json (any charset
+// parameter is allowed; the body is decoded as UTF-8 JSON).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// deadline gives every request a context deadline: a handler stuck on a
+// backend answers 503 by then instead of holding the connection.
+func deadline(d time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithTimeout(r.Context(), d)
+			defer cancel()
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
 }
 
 func strictJSON(body []byte, v any) error {

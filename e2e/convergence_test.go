@@ -226,6 +226,7 @@ func TestRetriedRepairIsCarriedOut(t *testing.T) {
 		r.conns.Redis.Del(ctx, r.k.Reservation(m.ReservationID.String()))
 	})
 	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusManual })
+	testenv.RequireFailpoints(t)
 	r.fp.Arm(failpoint.AfterRepairCommit, 1)
 	if err := r.tc.SignalWorkflow(ctx, workflows.ReservationWorkflowID(m.ReservationID.String()), "", workflows.SignalRepair,
 		activities.RepairRequest{Action: activities.RepairMarkResolved, RepairID: "INC-7-" + m.ReservationID.String()[:8],

@@ -104,6 +104,7 @@ func TestFlashSalePGShortfallIsCompensated(t *testing.T) {
 // inbox and converge with no compensation.
 func TestFlashSaleCommitOutcomeUnknownConverges(t *testing.T) {
 	fp := &failpoint.Set{}
+	testenv.RequireFailpoints(t)
 	fp.Arm(failpoint.DuringCommitResponse, 3)
 	rep := run(t, e2eConfig(t), demo.Options{Stock: 10, Buyers: 40, Concurrency: 16, Failpoints: fp})
 	if rep.Orders != 10 || rep.Compensated != 0 || rep.Manual != 0 {

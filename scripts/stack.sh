@@ -9,6 +9,8 @@
 # Data, pids and logs live in .stack/ (ignored by git). `down` stops exactly
 # what `up` started, by pid. `up` is idempotent and installs what is missing.
 set -euo pipefail
+# The stack's processes (paysim) run with the development secrets.
+export SECKILL_ENV=${SECKILL_ENV:-development}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export ROOT
 # shellcheck source=scripts/stack/lib.sh

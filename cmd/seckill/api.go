@@ -2,10 +2,12 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/metrics"
 )
 
 func newAPICmd() *cobra.Command {
@@ -30,7 +32,13 @@ func newAPICmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return app.ServeHTTP(cmd.Context(), api.Server(b.cfg.HTTPAddr, h), b.log, "api")
+			// /metrics on its own listener, never on the public one.
+			g, gctx := errgroup.WithContext(cmd.Context())
+			g.Go(func() error { return app.ServeHTTP(gctx, api.Server(b.cfg.HTTPAddr, h), b.log, "api") })
+			g.Go(func() error {
+				return app.ServeHTTP(gctx, api.Server(b.cfg.MetricsAddr, metrics.Handler(b.tel.Registry)), b.log, "metrics")
+			})
+			return g.Wait()
 		},
 	}
 }

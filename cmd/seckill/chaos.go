@@ -95,6 +95,9 @@ violations and time to converge after the last disturbance p50/p99.`,
 }
 
 func chaosCluster(cmd *cobra.Command, logs string) (*chaos.Cluster, error) {
+	if !failpoint.Enabled {
+		return nil, fmt.Errorf("this binary was built without failpoints: build it with -tags failpoints (make chaos builds bin/seckill-chaos)")
+	}
 	b, err := loadBase()
 	if err != nil {
 		return nil, err

@@ -14,7 +14,7 @@ func newTokenCmd() *cobra.Command {
 	var ttl time.Duration
 	cmd := &cobra.Command{
 		Use:   "token --user ID",
-		Short: "Mint a development bearer token for a user (signed with SECKILL_AUTH_SECRET)",
+		Short: "Mint a development bearer token for a user (signed with the current SECKILL_AUTH_SECRETS key)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := loadBase()
 			if err != nil {
@@ -33,7 +33,7 @@ func newTokenCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().Int64Var(&user, "user", 0, "user id (positive)")
-	cmd.Flags().DurationVar(&ttl, "ttl", 24*time.Hour, "token lifetime")
+	cmd.Flags().DurationVar(&ttl, "ttl", time.Hour, "token lifetime (at most SECKILL_AUTH_MAX_TTL)")
 	_ = cmd.MarkFlagRequired("user")
 	return cmd
 }

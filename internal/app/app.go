@@ -5,7 +5,6 @@ package app
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -155,11 +154,11 @@ func NewTelemetry() *Telemetry {
 
 // Authenticator builds the token verifier from the config.
 func Authenticator(cfg config.Config) (*auth.Authenticator, error) {
-	secret, err := hex.DecodeString(cfg.AuthSecret)
+	keys, err := cfg.AuthKeys()
 	if err != nil {
-		return nil, fmt.Errorf("SECKILL_AUTH_SECRET: %w", err)
+		return nil, err
 	}
-	return auth.New(secret, cfg.AdminToken)
+	return auth.New(auth.Options{Keys: keys, Current: cfg.AuthKeyVersion, MaxTTL: cfg.AuthMaxTTL, AdminToken: cfg.AdminToken})
 }
 
 // Deriver builds the stable-ID deriver from the config.
@@ -190,7 +189,8 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 	}
 	conns.closers = append(conns.closers, res.Close) // flush the gateway's queued sends
 	deps := api.Deps{Auth: authn, Reserver: res, Status: reservation.NewStatusReader(conns.Redis, conns.Pool),
-		Pool: conns.Pool, Redis: conns.Redis, Metrics: metrics.Handler(tel.Registry), Log: log}
+		Pool: conns.Pool, Redis: conns.Redis, Log: log, HandlerTimeout: cfg.HandlerTimeout,
+		Limits: api.Limits{PerUser: cfg.RateLimitUser, PerIP: cfg.RateLimitIP, Window: cfg.RateLimitWindow}}
 	if conns.Temporal != nil {
 		co, err := checkout.NewService(conns.Pool, conns.Provider, conns.Temporal, cfg.TemporalTaskQueue,
 			payments.PaysimVerifier(cfg.PaysimSecretBytes(), cfg.CallbackTolerance), cfg.CallbackURL, log, tel.Saga)
@@ -278,7 +278,7 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, parts []st
 		st.PayloadConflicts = tel.Saga.InboxPayloadConflict
 		st.Failpoints = fp
 		cons, err := mq.NewConsumer(cfg.RocketMQNameServers, cfg.StarterGroup, cfg.TopicOrderCreate, st.Handle,
-			mq.ConsumerOptions{Concurrency: cfg.ConsumerConcurrency})
+			mq.ConsumerOptions{Concurrency: cfg.ConsumerConcurrency, FromLatest: cfg.StarterFromLatest})
 		if err != nil {
 			return err
 		}

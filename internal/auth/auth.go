@@ -1,10 +1,17 @@
 // Package auth authenticates the callers of the HTTP API: users by HMAC-signed
 // bearer tokens (JWT, HS256) that carry their user id, admins by a separate
 // admin credential.
+//
+// A user token must name this API as its audience, carry iat and exp, live no
+// longer than the configured maximum, and be signed by a key version the
+// gateway holds (its kid header): keys rotate by adding a version, signing
+// with it, and dropping the old one once its tokens expired.
 package auth
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -16,63 +23,121 @@ import (
 // Issuer is the "iss" of every token seckill mints and accepts.
 const Issuer = "seckill"
 
+// Audience is the "aud" a user token must name.
+const Audience = "seckill-api"
+
 // ErrUnauthenticated is returned for every bad credential; the reason is kept
 // out of the client's answer (it is logged) so tokens cannot be probed.
 var ErrUnauthenticated = errors.New("unauthenticated")
 
+// Options configure an Authenticator.
+type Options struct {
+	// Keys are the HS256 keys by version (each at least 32 bytes); Current
+	// signs new tokens, every version verifies.
+	Keys    map[int][]byte
+	Current int
+	// MaxTTL bounds a token's lifetime (exp - iat), minted or presented.
+	MaxTTL     time.Duration
+	AdminToken string
+}
+
 // Authenticator verifies and mints tokens.
 type Authenticator struct {
-	secret     []byte
+	keys       map[int][]byte
+	current    int
+	maxTTL     time.Duration
 	adminToken []byte
+	adminName  string
 	now        func() time.Time
 }
 
-// New returns an Authenticator with the token signing secret and the admin credential.
-func New(secret []byte, adminToken string) (*Authenticator, error) {
-	if len(secret) < 32 {
-		return nil, fmt.Errorf("token secret must be at least 32 bytes, got %d", len(secret))
+// New returns an Authenticator.
+func New(o Options) (*Authenticator, error) {
+	if _, ok := o.Keys[o.Current]; !ok {
+		return nil, fmt.Errorf("no token key of version %d", o.Current)
 	}
-	if len(adminToken) < 16 {
-		return nil, fmt.Errorf("admin token must be at least 16 characters")
+	for v, k := range o.Keys {
+		if len(k) < 32 {
+			return nil, fmt.Errorf("token key version %d must be at least 32 bytes, got %d", v, len(k))
+		}
 	}
-	return &Authenticator{secret: secret, adminToken: []byte(adminToken), now: time.Now}, nil
+	if o.MaxTTL <= 0 {
+		return nil, errors.New("token maximum lifetime must be positive")
+	}
+	if len(o.AdminToken) < 16 {
+		return nil, errors.New("admin token must be at least 16 characters")
+	}
+	fp := sha256.Sum256([]byte(o.AdminToken))
+	return &Authenticator{keys: o.Keys, current: o.Current, maxTTL: o.MaxTTL, adminToken: []byte(o.AdminToken),
+		adminName: "admin:" + hex.EncodeToString(fp[:4]), now: time.Now}, nil
 }
 
-// Mint returns a token for userID valid for ttl.
+// Mint returns a token for userID valid for ttl (at most the maximum lifetime).
 func (a *Authenticator) Mint(userID int64, ttl time.Duration) (string, error) {
 	if userID <= 0 {
 		return "", fmt.Errorf("user id must be positive, got %d", userID)
+	}
+	if ttl > a.maxTTL {
+		return "", fmt.Errorf("token lifetime %s is longer than the maximum %s", ttl, a.maxTTL)
 	}
 	now := a.now()
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{
 		Issuer:    Issuer,
 		Subject:   strconv.FormatInt(userID, 10),
+		Audience:  jwt.ClaimStrings{Audience},
 		IssuedAt:  jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 	})
-	return tok.SignedString(a.secret)
+	tok.Header["kid"] = strconv.Itoa(a.current)
+	return tok.SignedString(a.keys[a.current])
 }
 
 // User verifies a bearer token and returns its user id.
 func (a *Authenticator) User(token string) (int64, error) {
 	var claims jwt.RegisteredClaims
-	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return a.secret, nil },
+	_, err := jwt.ParseWithClaims(token, &claims, a.key,
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithIssuer(Issuer),
+		jwt.WithAudience(Audience),
 		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
 		jwt.WithTimeFunc(a.now),
 		jwt.WithLeeway(5*time.Second))
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
 	}
+	if claims.IssuedAt == nil {
+		return 0, fmt.Errorf("%w: no iat", ErrUnauthenticated)
+	}
+	if life := claims.ExpiresAt.Sub(claims.IssuedAt.Time); life > a.maxTTL {
+		return 0, fmt.Errorf("%w: lifetime %s longer than %s", ErrUnauthenticated, life, a.maxTTL)
+	}
 	id, err := strconv.ParseInt(claims.Subject, 10, 64)
-	if err != nil || id <= 0 {
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != claims.Subject {
 		return 0, fmt.Errorf("%w: subject %q is not a user id", ErrUnauthenticated, claims.Subject)
 	}
 	return id, nil
+}
+
+// key picks the verification key named by the token's kid.
+func (a *Authenticator) key(t *jwt.Token) (any, error) {
+	kid, _ := t.Header["kid"].(string)
+	v, err := strconv.Atoi(kid)
+	if err != nil {
+		return nil, fmt.Errorf("kid %q is not a key version", kid)
+	}
+	k, ok := a.keys[v]
+	if !ok {
+		return nil, fmt.Errorf("no key of version %d", v)
+	}
+	return k, nil
 }
 
 // Admin reports whether token is the admin credential (constant time).
 func (a *Authenticator) Admin(token string) bool {
 	return subtle.ConstantTimeCompare([]byte(token), a.adminToken) == 1
 }
+
+// AdminName names the admin credential in audit logs (a fingerprint, never
+// the credential itself).
+func (a *Authenticator) AdminName() string { return a.adminName }

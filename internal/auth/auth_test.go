@@ -6,11 +6,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
+
+func keys(vs ...byte) map[int][]byte {
+	m := map[int][]byte{}
+	for i, v := range vs {
+		m[i+1] = bytes.Repeat([]byte{v}, 32)
+	}
+	return m
+}
 
 func newTestAuth(t *testing.T) *Authenticator {
 	t.Helper()
-	a, err := New(bytes.Repeat([]byte{7}, 32), "admin-token-123456")
+	a, err := New(Options{Keys: keys(7), Current: 1, MaxTTL: 24 * time.Hour, AdminToken: "admin-token-123456"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,11 +37,28 @@ func TestMintAndVerify(t *testing.T) {
 	if err != nil || id != 42 {
 		t.Fatalf("User = %d, %v", id, err)
 	}
+	if _, err := a.Mint(42, 25*time.Hour); err == nil {
+		t.Fatal("minted a token longer than the maximum lifetime")
+	}
+}
+
+// sign makes a token with arbitrary claims and headers under key.
+func sign(t *testing.T, claims jwt.MapClaims, kid string, key []byte) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
+	if kid != "" {
+		tok.Header["kid"] = kid
+	}
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func TestRejectsBadTokens(t *testing.T) {
 	a := newTestAuth(t)
-	other, _ := New(bytes.Repeat([]byte{8}, 32), "admin-token-123456")
+	other, _ := New(Options{Keys: keys(8), Current: 1, MaxTTL: time.Hour, AdminToken: "admin-token-123456"})
 	good, _ := a.Mint(42, time.Hour)
 	foreign, _ := other.Mint(42, time.Hour)
 	expired, _ := a.Mint(42, -time.Minute)
@@ -39,13 +66,57 @@ func TestRejectsBadTokens(t *testing.T) {
 	tampered := parts[0] + "." + strings.TrimRight(parts[1], "=") + "x." + parts[2]
 	// alg=none token with the same claims.
 	none := "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0." + parts[1] + "."
+	key := bytes.Repeat([]byte{7}, 32)
+	now := time.Now()
+	base := func() jwt.MapClaims {
+		return jwt.MapClaims{"iss": Issuer, "aud": Audience, "sub": "42", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+	}
+	without := func(k string) jwt.MapClaims { c := base(); delete(c, k); return c }
+	with := func(k string, v any) jwt.MapClaims { c := base(); c[k] = v; return c }
 	for name, tok := range map[string]string{
 		"empty": "", "garbage": "abc", "other key": foreign, "expired": expired,
 		"tampered": tampered, "alg none": none,
+		"no exp":              sign(t, without("exp"), "1", key),
+		"no iat":              sign(t, without("iat"), "1", key),
+		"no aud":              sign(t, without("aud"), "1", key),
+		"other aud":           sign(t, with("aud", "someone-else"), "1", key),
+		"too long a lifetime": sign(t, with("exp", now.Add(48*time.Hour).Unix()), "1", key),
+		"iat in the future":   sign(t, with("iat", now.Add(time.Hour).Unix()), "1", key),
+		"no kid":              sign(t, base(), "", key),
+		"unknown kid":         sign(t, base(), "9", key),
+		"subject +42":         sign(t, with("sub", "+42"), "1", key),
+		"subject 042":         sign(t, with("sub", "042"), "1", key),
 	} {
 		if _, err := a.User(tok); !errors.Is(err, ErrUnauthenticated) {
 			t.Errorf("%s: err = %v, want ErrUnauthenticated", name, err)
 		}
+	}
+	if id, err := a.User(sign(t, base(), "1", key)); err != nil || id != 42 {
+		t.Fatalf("a well-formed hand-made token = %d, %v", id, err)
+	}
+}
+
+// Rotation: version 2 is added and signs new tokens; tokens of version 1
+// still verify until it is dropped, then they do not.
+func TestKeyRotation(t *testing.T) {
+	old := newTestAuth(t)
+	oldTok, _ := old.Mint(7, time.Hour)
+	both, err := New(Options{Keys: keys(7, 9), Current: 2, MaxTTL: 24 * time.Hour, AdminToken: "admin-token-123456"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newTok, _ := both.Mint(7, time.Hour)
+	for name, tok := range map[string]string{"old key's token": oldTok, "new key's token": newTok} {
+		if id, err := both.User(tok); err != nil || id != 7 {
+			t.Fatalf("during rotation, %s = %d, %v", name, id, err)
+		}
+	}
+	if _, err := old.User(newTok); err == nil {
+		t.Fatal("a gateway without the new key accepted its token")
+	}
+	dropped, _ := New(Options{Keys: map[int][]byte{2: keys(7, 9)[2]}, Current: 2, MaxTTL: 24 * time.Hour, AdminToken: "admin-token-123456"})
+	if _, err := dropped.User(oldTok); err == nil {
+		t.Fatal("a dropped key's token still verifies")
 	}
 }
 
@@ -54,7 +125,10 @@ func TestAdmin(t *testing.T) {
 	if !a.Admin("admin-token-123456") || a.Admin("admin-token-12345") || a.Admin("") {
 		t.Fatal("admin check wrong")
 	}
-	if _, err := New(bytes.Repeat([]byte{7}, 8), "admin-token-123456"); err == nil {
+	if strings.Contains(a.AdminName(), "admin-token") {
+		t.Fatal("the admin name reveals the credential")
+	}
+	if _, err := New(Options{Keys: map[int][]byte{1: bytes.Repeat([]byte{7}, 8)}, Current: 1, MaxTTL: time.Hour, AdminToken: "admin-token-123456"}); err == nil {
 		t.Fatal("short secret accepted")
 	}
 }

@@ -21,7 +21,7 @@ import (
 func buildSeckill(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "seckill")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/seckill/seckill/cmd/seckill")
+	cmd := exec.Command("go", "build", "-tags", "failpoints", "-o", bin, "github.com/seckill/seckill/cmd/seckill")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -69,8 +69,10 @@ func TestCrashPointMatrix(t *testing.T) {
 			t.Fatalf("%s: %d failpoints run, want the seed's %d", mode.name, len(rep.Rows), len(failpoint.Seed))
 		}
 		for _, row := range rep.Rows {
-			if row.Crashes != mode.runs || row.Sales != mode.runs {
-				t.Errorf("%s: %s crashed %d times over %d sales, want %d of each", mode.name, row.Failpoint, row.Crashes, row.Sales, mode.runs)
+			// Pipelined, a crash while starting (a sale in flight hit the
+			// failpoint first) is a run without a sale of its own.
+			if row.Crashes != mode.runs || row.Sales > mode.runs || (!mode.pipeline && row.Sales != mode.runs) {
+				t.Errorf("%s: %s crashed %d times over %d sales, want %d crashes", mode.name, row.Failpoint, row.Crashes, row.Sales, mode.runs)
 			}
 		}
 		if n := rep.Violations(); n > 0 {

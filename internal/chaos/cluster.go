@@ -19,8 +19,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/pg"
@@ -112,7 +114,10 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 		"SECKILL_REDIS_DB=" + strconv.Itoa(RedisDB),
 		"SECKILL_TOPIC_ORDER_CREATE=" + topicCreate,
 		"SECKILL_TOPIC_EVENTS=" + topicEvents,
-		"SECKILL_STARTER_GROUP=" + starterGroup,
+		// A group of its own, from the latest offset: messages other runs left
+		// on the topic are not this run's.
+		"SECKILL_STARTER_GROUP=" + starterGroup + "-" + randomHex(4),
+		"SECKILL_STARTER_FROM_LATEST=true",
 		"SECKILL_TEMPORAL_TASK_QUEUE=" + c.cfg.TemporalTaskQueue,
 		"SECKILL_CALLBACK_URL=" + c.apiBase + "/v1/payments/callback",
 		"SECKILL_HTTP_ADDR=127.0.0.1:" + strconv.Itoa(ports[0]),
@@ -144,11 +149,7 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	if c.Temporal, err = temporalx.Dial(ctx, c.cfg.TemporalAddress, c.cfg.TemporalNamespace, slog.New(slog.DiscardHandler)); err != nil {
 		return nil, err
 	}
-	secret, err := hex.DecodeString(c.cfg.AuthSecret)
-	if err != nil {
-		return nil, fmt.Errorf("SECKILL_AUTH_SECRET: %w", err)
-	}
-	if c.auth, err = auth.New(secret, c.cfg.AdminToken); err != nil {
+	if c.auth, err = app.Authenticator(c.cfg); err != nil {
 		return nil, err
 	}
 	c.provider = &paysim.Client{BaseURL: c.cfg.PaysimURL, MerchantKey: c.cfg.PaysimMerchantKey}
@@ -180,6 +181,7 @@ func (c *Cluster) Close() {
 		c.Redis.Close()
 	}
 	if c.Temporal != nil {
+		c.terminateLeftovers()
 		c.Temporal.Close()
 	}
 	if c.Pool != nil {
@@ -273,5 +275,28 @@ func waitGone(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-time.After(d):
 		return nil
+	}
+}
+
+// terminateLeftovers ends the workflows of the cluster's task queue that
+// still run (an interrupted run), so none waits on the shared dev server for
+// a worker that is gone.
+func (c *Cluster) terminateLeftovers() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	query := fmt.Sprintf(`TaskQueue = %q AND ExecutionStatus = "Running"`, c.TaskQueue())
+	var token []byte
+	for {
+		resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
+		if err != nil {
+			c.log.Warn("chaos.leftovers", "error", err)
+			return
+		}
+		for _, e := range resp.GetExecutions() {
+			_ = c.Temporal.TerminateWorkflow(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), "chaos run ended")
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return
+		}
 	}
 }

@@ -130,8 +130,8 @@ func Kill(ctx context.Context, c *Cluster, o KillOptions) (Report, error) {
 		rows[comp].Crashes++
 		mu.Lock()
 		for _, s := range sales {
-			if s.Converged.IsZero() {
-				s.Disturbed = at
+			if _, conv := s.times(); conv.IsZero() {
+				s.Disturb(at)
 				lastBy[s] = comp
 			}
 		}
@@ -153,7 +153,7 @@ func Kill(ctx context.Context, c *Cluster, o KillOptions) (Report, error) {
 		for _, v := range s.Violations {
 			row.Violations = append(row.Violations, fmt.Sprintf("sale %d: %s", s.ActivityID, v))
 		}
-		if !s.Converged.IsZero() {
+		if _, conv := s.times(); !conv.IsZero() {
 			row.Converge = append(row.Converge, s.ConvergeTime())
 		}
 	}

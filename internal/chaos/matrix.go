@@ -132,17 +132,31 @@ type tracker struct {
 	mu     sync.Mutex
 	sales  []*Sale
 	rowOf  map[*Sale]*PointResult
+	// slots bounds the sales settling at once (the dev server's SQLite is
+	// the stack's narrowest part).
+	slots chan struct{}
 }
 
+// maxSettling bounds the sales in flight.
+const maxSettling = 6
+
 func newTracker(ctx context.Context, c *Cluster, settle time.Duration) *tracker {
-	t := &tracker{ctx: ctx, c: c, settle: settle, rowOf: map[*Sale]*PointResult{}}
+	t := &tracker{ctx: ctx, c: c, settle: settle, rowOf: map[*Sale]*PointResult{}, slots: make(chan struct{}, maxSettling)}
 	t.next.Store(time.Now().UnixMilli())
 	return t
 }
 
-// sale starts a sale for row; the returned channel closes when it settled
-// (or gave up).
-func (t *tracker) sale(row *PointResult) (*Sale, <-chan struct{}) {
+// sale starts a sale for row once fewer than maxSettling are in flight; the
+// returned channel closes when it settled (or gave up). It starts none (nil)
+// if stop closes first: the sales in flight got the host to its failpoint.
+func (t *tracker) sale(row *PointResult, stop <-chan struct{}) (*Sale, <-chan struct{}) {
+	select {
+	case t.slots <- struct{}{}:
+	case <-stop:
+		return nil, nil
+	case <-t.ctx.Done():
+		return nil, nil
+	}
 	s := &Sale{ActivityID: t.next.Add(1), Started: time.Now(), Codes: map[int]int{}}
 	t.mu.Lock()
 	t.sales = append(t.sales, s)
@@ -153,6 +167,7 @@ func (t *tracker) sale(row *PointResult) (*Sale, <-chan struct{}) {
 	go func() {
 		defer t.wg.Done()
 		defer close(done)
+		defer func() { <-t.slots }()
 		if err := t.c.Drive(t.ctx, s); err != nil && t.ctx.Err() == nil {
 			s.Err = err
 		}
@@ -168,9 +183,7 @@ func (t *tracker) disturb(at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, s := range t.sales {
-		if s.Converged.IsZero() {
-			s.Disturbed = at
-		}
+		s.Disturb(at)
 	}
 }
 
@@ -186,7 +199,7 @@ func (t *tracker) finish() {
 		for _, v := range s.Violations {
 			row.Violations = append(row.Violations, fmt.Sprintf("sale %d: %s", s.ActivityID, v))
 		}
-		if !s.Converged.IsZero() {
+		if _, conv := s.times(); !conv.IsZero() {
 			row.Converge = append(row.Converge, s.ConvergeTime())
 		}
 	}
@@ -230,12 +243,22 @@ func (c *Cluster) runPoint(ctx context.Context, o MatrixOptions, row *PointResul
 				return err
 			}
 		}
-		s, settled := t.sale(row)
+		// A new sale only while the host is up armed: the sales in flight (at
+		// most maxSettling) may need it to get anywhere.
+		var settled <-chan struct{}
 		if !dead {
+			exited := host.Exited()
+			if exited == nil { // it died already
+				gone := make(chan struct{})
+				close(gone)
+				exited = gone
+			}
+			var s *Sale
+			s, settled = t.sale(row, exited)
 			select {
-			case <-host.Exited():
+			case <-exited:
 			case <-time.After(o.Reach):
-				row.Errors = append(row.Errors, fmt.Sprintf("run %d: %s never reached %s within %s (sale %d)", i+1, host.Name, row.Failpoint, o.Reach, s.ActivityID))
+				row.Errors = append(row.Errors, fmt.Sprintf("run %d: %s never reached %s within %s (sale %v)", i+1, host.Name, row.Failpoint, o.Reach, s))
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -263,7 +286,7 @@ func (c *Cluster) runPoint(ctx context.Context, o MatrixOptions, row *PointResul
 		if dead, err = start(host, spec); err != nil {
 			return err
 		}
-		if !o.Pipeline {
+		if !o.Pipeline && settled != nil {
 			select {
 			case <-settled:
 			case <-ctx.Done():

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -40,7 +41,10 @@ const (
 type Sale struct {
 	ActivityID int64
 	Started    time.Time
-	// Disturbed is the last crash or kill that hit the sale.
+	// Disturbed is the last crash or kill that hit the sale, Converged when it
+	// settled (both read and written under mu: the harness disturbs sales while
+	// they settle).
+	mu        sync.Mutex
 	Disturbed time.Time
 	Converged time.Time
 	Codes     map[int]int // HTTP answers to the buyers
@@ -49,8 +53,25 @@ type Sale struct {
 	Err        error
 }
 
+// Disturb records a crash or kill at at, unless the sale has settled.
+func (s *Sale) Disturb(at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Converged.IsZero() {
+		s.Disturbed = at
+	}
+}
+
+func (s *Sale) times() (disturbed, converged time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Disturbed, s.Converged
+}
+
 // ConvergeTime is how long after its last disturbance the sale converged.
 func (s *Sale) ConvergeTime() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	from := s.Disturbed
 	if from.IsZero() {
 		from = s.Started
@@ -115,7 +136,17 @@ func (c *Cluster) pay(ctx context.Context, hc *http.Client, s *Sale) error {
 	for orderID == uuid.Nil {
 		err := c.Pool.QueryRow(ctx, `SELECT order_id, user_id FROM orders WHERE activity_id = $1 ORDER BY user_id LIMIT 1`, s.ActivityID).
 			Scan(&orderID, &user)
-		if err != nil && waitGone(ctx, 50*time.Millisecond) != nil {
+		if err == nil {
+			break
+		}
+		// No order, and none will come: every reservation was rejected (say
+		// past its deadline while its worker kept crashing).
+		var undecided int
+		if c.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status IN ('RESERVED', 'ORDER_CREATED')) FROM inventory_reservation
+			WHERE activity_id = $1 HAVING count(*) >= $2`, s.ActivityID, s.Codes[http.StatusAccepted]).Scan(&undecided) == nil && undecided == 0 {
+			return nil
+		}
+		if waitGone(ctx, 50*time.Millisecond) != nil {
 			return fmt.Errorf("no order to pay: %w", ctx.Err())
 		}
 	}
@@ -278,40 +309,60 @@ func (c *Cluster) Leftovers(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// AwaitSettled waits until the sale settles (running reconciliation now and
-// then, as the Schedule would), then judges it. A sale that does not settle
-// within d is a violation: something waits forever.
+// AwaitSettled waits until the sale settles, then judges it. A sale still
+// unsettled 20 s after its last disturbance gets a reconciliation run every
+// 20 s, as the Schedule would (the cluster's workers do not create it: they
+// share the Temporal namespace with other deployments). A sale that does
+// not settle within d is a violation: something waits forever.
 func (c *Cluster) AwaitSettled(ctx context.Context, s *Sale, d time.Duration) error {
 	deadline := time.Now().Add(d)
-	nextReconcile := time.Now().Add(5 * time.Second)
+	var lastReconcile time.Time
 	for {
 		ok, pending, err := c.Settled(ctx, s)
 		if err == nil && ok {
+			s.mu.Lock()
 			s.Converged = time.Now()
-			return c.Judge(ctx, s)
+			s.mu.Unlock()
+			for {
+				err := c.Judge(ctx, s)
+				if err == nil || time.Now().After(deadline) {
+					return err
+				}
+				if err := waitGone(ctx, time.Second); err != nil { // a store is down: judge when it is back
+					return err
+				}
+			}
 		}
 		if time.Now().After(deadline) {
 			s.Violations = append(s.Violations, fmt.Sprintf("not settled %s after its last disturbance: %s (err %v)", d, pending, err))
 			return nil
 		}
-		if time.Now().After(nextReconcile) {
-			c.reconcile(ctx, s.ActivityID)
-			nextReconcile = time.Now().Add(5 * time.Second)
+		since, _ := s.times()
+		if since.IsZero() {
+			since = s.Started
 		}
-		if err := waitGone(ctx, 200*time.Millisecond); err != nil {
+		if time.Since(since) > reconcileAfter && time.Since(lastReconcile) > reconcileAfter {
+			c.reconcile(ctx, s.ActivityID)
+			lastReconcile = time.Now()
+		}
+		if err := waitGone(ctx, 300*time.Millisecond); err != nil {
 			return err
 		}
 	}
 }
 
+// reconcileAfter is how long a sale may stay unsettled before the harness
+// runs reconciliation for it.
+const reconcileAfter = 20 * time.Second
+
 // reconcile starts one ReconcileWorkflow for the activity on the cluster's
 // task queue (the saga worker runs it; a crashed one runs it on restart).
 func (c *Cluster) reconcile(ctx context.Context, activityID int64) {
 	_, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: fmt.Sprintf("%schaos-%d-%d", workflows.ReconcileWorkflowIDPrefix, activityID, time.Now().UnixNano()), TaskQueue: c.TaskQueue(),
-		WorkflowExecutionTimeout: time.Minute,
+		ID: fmt.Sprintf("%schaos-%d", workflows.ReconcileWorkflowIDPrefix, activityID), TaskQueue: c.TaskQueue(),
+		WorkflowExecutionTimeout: 5 * time.Minute, WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}, workflows.ReconcileWorkflow, reconcile.Input{ActivityID: activityID})
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		c.log.Warn("chaos.reconcile_start_failed", "activity_id", activityID, "error", err)
 	}
 }

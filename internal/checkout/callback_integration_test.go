@@ -66,6 +66,11 @@ type noProvider struct{ payments.Provider }
 
 func (noProvider) Name() string { return payments.ProviderName }
 
+// Get: this provider confirms nothing (callbacks must be bound by intent).
+func (noProvider) Get(context.Context, string) (payments.ProviderPayment, error) {
+	return payments.ProviderPayment{}, payments.ErrNoPayment
+}
+
 type rig struct {
 	pool    *pgxpool.Pool
 	svc     *checkout.Service
@@ -84,6 +89,9 @@ func newRig(t *testing.T) *rig {
 		VALUES (1, 1, 4999, 10, 9, 1)`)
 	mustExec(t, pool, `INSERT INTO orders (order_id, activity_id, sku_id, user_id, request_id, reservation_id, amount_cents, status, expires_at)
 		VALUES ($1, 1, 1, 42, $2, $3, 4999, 'PAYING', now() + interval '15 minutes')`, orderID, uuid.New(), uuid.New())
+	// The provider transaction StartPayment created for it (what body() pays).
+	mustExec(t, pool, `INSERT INTO payment_intent (order_id, provider, provider_transaction_id, amount_cents, status)
+		VALUES ($1, $2, $3, 4999, 'OPEN')`, orderID, payments.ProviderName, "txn_"+orderID.String()[:8])
 	tc := &signals{}
 	svc, err := checkout.NewService(pool, noProvider{}, tc, "q", payments.PaysimVerifier(secret, 5*time.Minute),
 		"http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
@@ -216,7 +224,16 @@ func TestCallbackForUnknownOrderIsKeptAndNotAcknowledged(t *testing.T) {
 	ghost := uuid.New()
 	b := body(t, ghost, 4999)
 	now := time.Now()
-	err := r.svc.HandleCallback(ctx, headers("msg_7", now, paysim.Sign(secret, "msg_7", now, b)), b)
+	// The provider does hold a paid transaction for that order id.
+	txn := "txn_" + ghost.String()[:8]
+	svc, err := checkout.NewService(r.pool, confirmingProvider{paid: map[string]payments.ProviderPayment{
+		txn: {TransactionID: txn, OrderID: ghost, AmountCents: 4999, Status: "PAID", PaidAt: now}}}, r.tc, "q",
+		payments.PaysimVerifier(secret, 5*time.Minute), "http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.svc = svc
+	err = r.svc.HandleCallback(ctx, headers("msg_7", now, paysim.Sign(secret, "msg_7", now, b)), b)
 	var ce *checkout.CallbackError
 	if !errors.As(err, &ce) || ce.Status != http.StatusNotFound {
 		t.Fatalf("unknown order = %v, want 404 so the provider retries", err)
@@ -441,5 +458,97 @@ func TestNoProviderTransactionForAnOrderBeingCancelled(t *testing.T) {
 	r.pool.QueryRow(ctx, `SELECT status FROM payment_intent WHERE order_id = $1`, other).Scan(&intent)
 	if intent != "CLOSED" {
 		t.Fatalf("intent of the cancelled order = %s, want CLOSED", intent)
+	}
+}
+
+// confirmingProvider confirms the transactions it holds, as the provider
+// answers GET /payments/{txn}.
+type confirmingProvider struct {
+	noProvider
+	paid map[string]payments.ProviderPayment
+}
+
+func (p confirmingProvider) Get(_ context.Context, txn string) (payments.ProviderPayment, error) {
+	if v, ok := p.paid[txn]; ok {
+		return v, nil
+	}
+	return payments.ProviderPayment{}, payments.ErrNoPayment
+}
+
+// A callback is bound to its payment: a correctly signed callback for a
+// transaction this system did not start for the order, which the provider
+// does not confirm, is refused and changes nothing (whoever holds the
+// webhook secret cannot pay an order by saying so). One the provider
+// confirms (paid in another channel) is accepted; as the order is paid
+// already, that second payment is owed back.
+func TestCallbackIsBoundToItsPayment(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	forged := func(txn string, amount int64) []byte {
+		b, _ := json.Marshal(paysim.Event{Type: paysim.EventPaymentSucceeded, EventID: "evt_" + txn, TransactionID: txn,
+			MerchantOrderID: r.orderID, AmountCents: amount, PaidAt: time.Now().UTC()})
+		return b
+	}
+	before := r.state(t)
+	b := forged("txn_made_up", 4999)
+	now := time.Now()
+	err := r.svc.HandleCallback(ctx, headers("msg_forged", now, paysim.Sign(secret, "msg_forged", now, b)), b)
+	var ce *checkout.CallbackError
+	if !errors.As(err, &ce) || ce.Code != "PAYMENT_UNCONFIRMED" || ce.Status != http.StatusConflict {
+		t.Fatalf("unbound, unconfirmed callback = %v, want 409 PAYMENT_UNCONFIRMED", err)
+	}
+	if after := r.state(t); after != before {
+		t.Fatalf("a refused callback changed state: %s → %s", before, after)
+	}
+	// The order is paid through its own transaction.
+	own := body(t, r.orderID, 4999)
+	if err := r.svc.HandleCallback(ctx, headers("msg_own", now, paysim.Sign(secret, "msg_own", now, own)), own); err != nil {
+		t.Fatal(err)
+	}
+	// A second transaction the provider confirms for this order and amount.
+	prov := confirmingProvider{paid: map[string]payments.ProviderPayment{
+		"txn_other_channel": {TransactionID: "txn_other_channel", OrderID: r.orderID, AmountCents: 4999, Status: "PAID", PaidAt: time.Now()},
+		"txn_wrong_amount":  {TransactionID: "txn_wrong_amount", OrderID: r.orderID, AmountCents: 1, Status: "PAID", PaidAt: time.Now()},
+	}}
+	svc, err := checkout.NewService(r.pool, prov, r.tc, "q", payments.PaysimVerifier(secret, 5*time.Minute),
+		"http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := forged("txn_wrong_amount", 4999)
+	if err := svc.HandleCallback(ctx, headers("msg_wrong", now, paysim.Sign(secret, "msg_wrong", now, wrong)), wrong); !errors.As(err, &ce) || ce.Code != "PAYMENT_UNCONFIRMED" {
+		t.Fatalf("callback whose amount the provider contradicts = %v", err)
+	}
+	other := forged("txn_other_channel", 4999)
+	if err := svc.HandleCallback(ctx, headers("msg_other", now, paysim.Sign(secret, "msg_other", now, other)), other); err != nil {
+		t.Fatalf("provider-confirmed second payment = %v", err)
+	}
+	var status string
+	var payments_, owed int
+	r.pool.QueryRow(ctx, `SELECT o.status, (SELECT count(*) FROM payment_record WHERE order_id = o.order_id),
+		(SELECT count(*) FROM refund_task WHERE order_id = o.order_id) FROM orders o WHERE o.order_id = $1`, r.orderID).Scan(&status, &payments_, &owed)
+	if status != "PAID" || payments_ != 2 || owed != 1 {
+		t.Fatalf("order %s with %d payments, %d refunds owed; want PAID, 2, 1 (the second payment goes back)", status, payments_, owed)
+	}
+	// The owed payment is the second one, and it can be refunded while the order stays PAID.
+	var pid uuid.UUID
+	r.pool.QueryRow(ctx, `SELECT payment_id FROM refund_task WHERE order_id = $1`, r.orderID).Scan(&pid)
+	if pid != payments.PaymentID(payments.ProviderName, "txn_other_channel") {
+		t.Fatalf("refund owed for %s, want the second payment", pid)
+	}
+	store := payments.NewStore(r.pool, nil)
+	ref, _, err := store.BeginRefund(ctx, pid)
+	if err != nil {
+		t.Fatalf("refund of the second payment of a paid order: %v", err)
+	}
+	if err := store.FinishRefund(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	r.pool.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1`, r.orderID).Scan(&status)
+	if status != "PAID" {
+		t.Fatalf("order after refunding its second payment: %s, want PAID", status)
+	}
+	if _, _, err := store.BeginRefund(ctx, payments.PaymentID(payments.ProviderName, "txn_"+r.orderID.String()[:8])); err == nil {
+		t.Fatal("the payment that paid the order was refundable")
 	}
 }

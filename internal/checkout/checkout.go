@@ -221,6 +221,9 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 	if err := json.Unmarshal(body, &cb); err != nil || cb.Type != "payment.succeeded" || cb.TransactionID == "" || cb.MerchantOrderID == uuid.Nil {
 		return &CallbackError{http.StatusBadRequest, "INVALID_CALLBACK", fmt.Errorf("not a payment.succeeded callback: %v", err)}
 	}
+	if err := s.confirm(ctx, cb); err != nil {
+		return err
+	}
 	hash := sha256.Sum256(body)
 	ev := payments.Evidence{OrderID: cb.MerchantOrderID, Provider: s.provider.Name(), TransactionID: cb.TransactionID,
 		AmountCents: cb.AmountCents, PaidAt: cb.PaidAt}
@@ -262,7 +265,7 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 			// PostgreSQL holds the fact; the saga reads it on its next step.
 			s.log.Warn("payment.signal_failed", "order_id", cb.MerchantOrderID, "error", err)
 		}
-	case payments.PaidAfterCancel, payments.AlreadyRefunding:
+	case payments.PaidAfterCancel, payments.AlreadyRefunding, payments.DuplicatePayment:
 		s.log.Warn("payment.cancel_race_detected", "order_id", cb.MerchantOrderID, "payment_id", res.PaymentID, "result", result)
 		if err := s.StartRefund(ctx, res.PaymentID, res.ActivityID, res.SKUID); err != nil {
 			// The refund obligation is durable (refund_task): the relay starts it.
@@ -273,6 +276,41 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 }
 
 var errWebhookReused = errors.New("webhook id seen before with another body")
+
+// confirm binds a callback to a payment this system knows: the transaction
+// StartPayment created for the order, or one the provider itself confirms
+// (asked by transaction id: its order, amount and a paid status must match).
+// A signed callback alone is not enough: whoever holds the webhook secret
+// could otherwise pay an order by saying so. An unreachable provider is a
+// retry (the provider sends the callback again).
+func (s *Service) confirm(ctx context.Context, cb CallbackBody) error {
+	var intent *string
+	err := s.pool.QueryRow(ctx, `SELECT provider_transaction_id FROM payment_intent WHERE order_id = $1`, cb.MerchantOrderID).Scan(&intent)
+	switch {
+	case err == nil && intent != nil && *intent == cb.TransactionID:
+		return nil
+	case err != nil && !errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("read payment intent of %s: %w", cb.MerchantOrderID, err)
+	}
+	p, err := s.provider.Get(ctx, cb.TransactionID)
+	unconfirmed := func(why string) error {
+		s.log.Error("payment.callback_unconfirmed", "transaction_id", cb.TransactionID, "order_id", cb.MerchantOrderID, "why", why)
+		return &CallbackError{http.StatusConflict, "PAYMENT_UNCONFIRMED", errors.New(why)}
+	}
+	switch {
+	case errors.Is(err, payments.ErrNoPayment):
+		return unconfirmed("the provider has no such transaction")
+	case err != nil:
+		return fmt.Errorf("confirm transaction %s at the provider: %w", cb.TransactionID, err)
+	case p.OrderID != cb.MerchantOrderID:
+		return unconfirmed("the transaction belongs to another order at the provider")
+	case p.AmountCents != cb.AmountCents:
+		return unconfirmed("the provider holds another amount for the transaction")
+	case p.Status != "PAID" && p.Status != "REFUNDED":
+		return unconfirmed("the provider says the transaction is " + p.Status)
+	}
+	return nil
+}
 
 // claimCallback takes the callback's webhook id for this transaction: true
 // when this delivery must be applied (first seen, or seen before only for an

@@ -6,6 +6,7 @@ import (
 )
 
 func TestActivityAttemptsAlert(t *testing.T) {
+	t.Setenv("SECKILL_ENV", "development")
 	c, err := Load()
 	if err != nil {
 		t.Fatal(err)

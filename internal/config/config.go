@@ -18,6 +18,11 @@ import (
 // variable in its `env` tag; `envDefault` is the value used on a developer
 // machine with the project's stack (scripts/stack.sh) running.
 type Config struct {
+	// Env is "production" (the default) or "development". Only a development
+	// deployment may run with the public development secrets below (the local
+	// stack and the tests set SECKILL_ENV=development).
+	Env string `env:"SECKILL_ENV" envDefault:"production"`
+
 	PostgresDSN string `env:"SECKILL_PG_DSN" envDefault:"postgres://seckill:seckill@127.0.0.1:55432/seckill?sslmode=disable"`
 	PGMaxConns  int32  `env:"SECKILL_PG_MAX_CONNS" envDefault:"16"`
 
@@ -39,18 +44,35 @@ type Config struct {
 	// TemporalUI is where people find stuck sagas; printed by the demo.
 	TemporalUI string `env:"SECKILL_TEMPORAL_UI" envDefault:"http://127.0.0.1:8233"`
 
-	HTTPAddr    string `env:"SECKILL_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	HTTPAddr string `env:"SECKILL_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	// MetricsAddr serves /metrics (every process, the gateway too): keep it on
+	// a network only the scraper reaches; the public listener has no /metrics.
 	MetricsAddr string `env:"SECKILL_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
+	// HandlerTimeout is the deadline of every HTTP request's handling.
+	HandlerTimeout time.Duration `env:"SECKILL_HANDLER_TIMEOUT" envDefault:"10s"`
+	// RateLimitUser and RateLimitIP bound the reservation and payment
+	// endpoints: requests per RateLimitWindow by one user, and from one client
+	// address (before authentication). 0 switches a limit off.
+	RateLimitUser   int           `env:"SECKILL_RATE_LIMIT_USER" envDefault:"10"`
+	RateLimitIP     int           `env:"SECKILL_RATE_LIMIT_IP" envDefault:"200"`
+	RateLimitWindow time.Duration `env:"SECKILL_RATE_LIMIT_WINDOW" envDefault:"1s"`
 
 	// IDSecrets are the HMAC keys for stable business IDs, as "version:hexkey"
 	// pairs; IDKeyVersion selects the one used for new reservations. Old
 	// versions stay so that a retry of an old request derives the same IDs.
-	IDSecrets    []string `env:"SECKILL_ID_SECRETS" envDefault:"1:6465762d6f6e6c792d69642d7365637265742d6368616e67652d6d652d313233" envSeparator:","`
+	IDSecrets    []string `env:"SECKILL_ID_SECRETS" envDefault:"1:6465762d6f6e6c792d69642d7365637265742d6368616e67652d6d652d313233" envSeparator:"," secret:"dev"`
 	IDKeyVersion int      `env:"SECKILL_ID_KEY_VERSION" envDefault:"1"`
-	// AuthSecret signs user bearer tokens (hex, at least 32 bytes).
-	AuthSecret string `env:"SECKILL_AUTH_SECRET" envDefault:"6465762d6f6e6c792d617574682d7365637265742d6368616e67652d6d652d31" `
+	// AuthSecrets sign user bearer tokens (JWT HS256): "version:hexkey"
+	// pairs, each key at least 32 bytes; AuthKeyVersion signs new tokens
+	// (its version is the token's kid) and every listed version verifies, so
+	// a key is rotated by adding the new one, switching the version, and
+	// dropping the old one once its tokens have expired (docs/operations.md).
+	AuthSecrets    []string `env:"SECKILL_AUTH_SECRETS" envDefault:"1:6465762d6f6e6c792d617574682d7365637265742d6368616e67652d6d652d31" envSeparator:"," secret:"dev"`
+	AuthKeyVersion int      `env:"SECKILL_AUTH_KEY_VERSION" envDefault:"1"`
+	// AuthMaxTTL is the longest lifetime (exp - iat) a user token may have.
+	AuthMaxTTL time.Duration `env:"SECKILL_AUTH_MAX_TTL" envDefault:"24h"`
 	// AdminToken guards the admin endpoints (sale set-up, reconcile, repair).
-	AdminToken string `env:"SECKILL_ADMIN_TOKEN" envDefault:"dev-admin-token-change-me"`
+	AdminToken string `env:"SECKILL_ADMIN_TOKEN" envDefault:"dev-admin-token-change-me" secret:"dev"`
 
 	// SendDueDelay is how long after a reservation the send-due scanner may
 	// re-send it if the gateway has not confirmed its own send.
@@ -77,12 +99,17 @@ type Config struct {
 	ConsumerConcurrency int `env:"SECKILL_CONSUMER_CONCURRENCY" envDefault:"16"`
 	// StarterGroup is the RocketMQ consumer group of the saga starter.
 	StarterGroup string `env:"SECKILL_STARTER_GROUP" envDefault:"saga-starter"`
+	// StarterFromLatest: a starter group new to the broker begins after the
+	// last stored message instead of the first. Never in production (a new
+	// group would skip requests sent before it first ran); the crash-point
+	// matrix uses a fresh group per run that must ignore earlier runs.
+	StarterFromLatest bool `env:"SECKILL_STARTER_FROM_LATEST" envDefault:"false"`
 
 	// The payment provider (the project's simulator, `seckill paysim`).
 	PaysimURL         string `env:"SECKILL_PAYSIM_URL" envDefault:"http://127.0.0.1:18090"`
 	PaysimAddr        string `env:"SECKILL_PAYSIM_ADDR" envDefault:"127.0.0.1:18090"`
-	PaysimSecret      string `env:"SECKILL_PAYSIM_SECRET" envDefault:"6465762d6f6e6c792d70617973696d2d7365637265742d6368616e67652d6d65"`
-	PaysimMerchantKey string `env:"SECKILL_PAYSIM_MERCHANT_KEY" envDefault:"dev-merchant-key"`
+	PaysimSecret      string `env:"SECKILL_PAYSIM_SECRET" envDefault:"6465762d6f6e6c792d70617973696d2d7365637265742d6368616e67652d6d65" secret:"dev"`
+	PaysimMerchantKey string `env:"SECKILL_PAYSIM_MERCHANT_KEY" envDefault:"dev-merchant-key" secret:"dev"`
 	// CallbackURL is where the provider sends signed payment callbacks (this gateway).
 	CallbackURL string `env:"SECKILL_CALLBACK_URL" envDefault:"http://127.0.0.1:8080/v1/payments/callback"`
 	// CallbackTolerance is how far a callback's signed timestamp may be from our clock.
@@ -175,6 +202,8 @@ func (c Config) Validate() error {
 		{"SECKILL_RESERVATION_TTL", int64(c.ReservationTTL)},
 		{"SECKILL_RECONCILE_WATERMARK", int64(c.ReconcileWatermark)},
 		{"SECKILL_RECONCILE_EVERY", int64(c.ReconcileEvery)},
+		{"SECKILL_HANDLER_TIMEOUT", int64(c.HandlerTimeout)},
+		{"SECKILL_RATE_LIMIT_WINDOW", int64(c.RateLimitWindow)},
 		{"SECKILL_ACTIVITY_ATTEMPTS_ALERT", int64(c.ActivityAttemptsAlert)},
 	}
 	for _, p := range positive {
@@ -204,11 +233,20 @@ func (c Config) Validate() error {
 	if len(c.RocketMQNameServers) == 0 || strings.TrimSpace(c.RocketMQNameServers[0]) == "" {
 		return &FieldError{Var: "SECKILL_ROCKETMQ_NAMESRV", Reason: "must name at least one host:port"}
 	}
+	if c.RateLimitUser < 0 || c.RateLimitIP < 0 {
+		return &FieldError{Var: "SECKILL_RATE_LIMIT_USER/SECKILL_RATE_LIMIT_IP", Value: fmt.Sprint(c.RateLimitUser, c.RateLimitIP), Reason: "must be 0 (off) or positive"}
+	}
+	if c.Env != EnvProduction && c.Env != EnvDevelopment {
+		return &FieldError{Var: "SECKILL_ENV", Value: c.Env, Reason: "must be production or development"}
+	}
 	if _, err := c.IDKeys(); err != nil {
 		return err
 	}
-	if k, err := hex.DecodeString(c.AuthSecret); err != nil || len(k) < 32 {
-		return &FieldError{Var: "SECKILL_AUTH_SECRET", Value: "<redacted>", Reason: "must be hex of at least 32 bytes"}
+	if _, err := c.AuthKeys(); err != nil {
+		return err
+	}
+	if c.AuthMaxTTL <= 0 || c.AuthMaxTTL > 30*24*time.Hour {
+		return &FieldError{Var: "SECKILL_AUTH_MAX_TTL", Value: c.AuthMaxTTL.String(), Reason: "must be between 0 and 720h"}
 	}
 	if k, err := hex.DecodeString(c.PaysimSecret); err != nil || len(k) < 32 {
 		return &FieldError{Var: "SECKILL_PAYSIM_SECRET", Value: "<redacted>", Reason: "must be hex of at least 32 bytes"}
@@ -221,30 +259,81 @@ func (c Config) Validate() error {
 	default:
 		return &FieldError{Var: "SECKILL_LOG_LEVEL", Value: c.LogLevel, Reason: "must be debug, info, warn or error"}
 	}
+	if c.Env != EnvDevelopment {
+		return c.refuseDevSecrets()
+	}
+	return nil
+}
+
+// Deployment kinds (SECKILL_ENV).
+const (
+	EnvProduction  = "production"
+	EnvDevelopment = "development"
+)
+
+// refuseDevSecrets fails on the first secret (a field tagged secret:"dev")
+// that still holds its public development default. For a list of
+// "version:key" pairs, a default key under any version counts.
+func (c Config) refuseDevSecrets() error {
+	v := reflect.ValueOf(c)
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Tag.Get("secret") != "dev" {
+			continue
+		}
+		dev := false
+		switch x := v.Field(i).Interface().(type) {
+		case string:
+			dev = strings.TrimSpace(x) == f.Tag.Get("envDefault")
+		case []string:
+			for _, pair := range x {
+				for _, d := range strings.Split(f.Tag.Get("envDefault"), ",") {
+					_, key, _ := strings.Cut(strings.TrimSpace(pair), ":")
+					_, devKey, _ := strings.Cut(d, ":")
+					dev = dev || key == devKey
+				}
+			}
+		}
+		if dev {
+			return &FieldError{Var: f.Tag.Get("env"), Value: "<redacted>",
+				Reason: "is the public development default: set a secret of your own (or SECKILL_ENV=development on a developer machine)"}
+		}
+	}
 	return nil
 }
 
 // IDKeys parses SECKILL_ID_SECRETS into version → key and checks that the
 // current SECKILL_ID_KEY_VERSION is among them.
 func (c Config) IDKeys() (map[int][]byte, error) {
-	keys := make(map[int][]byte, len(c.IDSecrets))
-	for _, pair := range c.IDSecrets {
+	return versionedKeys("SECKILL_ID_SECRETS", c.IDSecrets, "SECKILL_ID_KEY_VERSION", c.IDKeyVersion)
+}
+
+// AuthKeys parses SECKILL_AUTH_SECRETS into version → key and checks that
+// the current SECKILL_AUTH_KEY_VERSION is among them.
+func (c Config) AuthKeys() (map[int][]byte, error) {
+	return versionedKeys("SECKILL_AUTH_SECRETS", c.AuthSecrets, "SECKILL_AUTH_KEY_VERSION", c.AuthKeyVersion)
+}
+
+func versionedKeys(name string, pairs []string, currentName string, current int) (map[int][]byte, error) {
+	keys := make(map[int][]byte, len(pairs))
+	for _, pair := range pairs {
 		ver, hexKey, ok := strings.Cut(strings.TrimSpace(pair), ":")
 		var v int
 		if _, err := fmt.Sscanf(ver, "%d", &v); !ok || err != nil || v <= 0 {
-			return nil, &FieldError{Var: "SECKILL_ID_SECRETS", Value: "<redacted>", Reason: "each entry must be version:hexkey with a positive version"}
+			return nil, &FieldError{Var: name, Value: "<redacted>", Reason: "each entry must be version:hexkey with a positive version"}
 		}
 		k, err := hex.DecodeString(hexKey)
 		if err != nil || len(k) < 32 {
-			return nil, &FieldError{Var: "SECKILL_ID_SECRETS", Value: "<redacted>", Reason: fmt.Sprintf("key version %d must be hex of at least 32 bytes", v)}
+			return nil, &FieldError{Var: name, Value: "<redacted>", Reason: fmt.Sprintf("key version %d must be hex of at least 32 bytes", v)}
 		}
 		if _, dup := keys[v]; dup {
-			return nil, &FieldError{Var: "SECKILL_ID_SECRETS", Value: "<redacted>", Reason: fmt.Sprintf("key version %d appears twice", v)}
+			return nil, &FieldError{Var: name, Value: "<redacted>", Reason: fmt.Sprintf("key version %d appears twice", v)}
 		}
 		keys[v] = k
 	}
-	if _, ok := keys[c.IDKeyVersion]; !ok {
-		return nil, &FieldError{Var: "SECKILL_ID_KEY_VERSION", Value: fmt.Sprint(c.IDKeyVersion), Reason: "no such version in SECKILL_ID_SECRETS"}
+	if _, ok := keys[current]; !ok {
+		return nil, &FieldError{Var: currentName, Value: fmt.Sprint(current), Reason: "no such version in " + name}
 	}
 	return keys, nil
 }

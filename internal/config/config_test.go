@@ -7,6 +7,7 @@ import (
 )
 
 func TestDefaultsAreValid(t *testing.T) {
+	t.Setenv("SECKILL_ENV", "development")
 	c, err := Load()
 	if err != nil {
 		t.Fatalf("defaults: %v", err)
@@ -25,7 +26,9 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		{"zero pool", "SECKILL_PG_MAX_CONNS", "0", "SECKILL_PG_MAX_CONNS"},
 		{"negative lease", "SECKILL_SEND_LEASE", "-1s", "SECKILL_SEND_LEASE"},
 		{"empty dsn", "SECKILL_PG_DSN", " ", "SECKILL_PG_DSN"},
-		{"short auth secret", "SECKILL_AUTH_SECRET", "abcd", "SECKILL_AUTH_SECRET"},
+		{"short auth secret", "SECKILL_AUTH_SECRETS", "1:abcd", "SECKILL_AUTH_SECRETS"},
+		{"unknown auth key version", "SECKILL_AUTH_KEY_VERSION", "3", "SECKILL_AUTH_KEY_VERSION"},
+		{"long token lifetime", "SECKILL_AUTH_MAX_TTL", "9000h", "SECKILL_AUTH_MAX_TTL"},
 		{"bad id secret", "SECKILL_ID_SECRETS", "x:zz", "SECKILL_ID_SECRETS"},
 		{"unknown key version", "SECKILL_ID_KEY_VERSION", "9", "SECKILL_ID_KEY_VERSION"},
 		{"bad log level", "SECKILL_LOG_LEVEL", "loud", "SECKILL_LOG_LEVEL"},
@@ -45,7 +48,7 @@ func TestErrorsNameTheVariable(t *testing.T) {
 }
 
 func TestSecretsAreNotPrinted(t *testing.T) {
-	t.Setenv("SECKILL_AUTH_SECRET", "00")
+	t.Setenv("SECKILL_AUTH_SECRETS", "1:00")
 	_, err := Load()
 	var fe *FieldError
 	if !errors.As(err, &fe) || strings.Contains(err.Error(), `"00"`) {
@@ -54,6 +57,7 @@ func TestSecretsAreNotPrinted(t *testing.T) {
 }
 
 func TestIDKeysKeepOldVersions(t *testing.T) {
+	t.Setenv("SECKILL_ENV", "development")
 	t.Setenv("SECKILL_ID_SECRETS", "1:"+strings.Repeat("ab", 32)+",2:"+strings.Repeat("cd", 32))
 	t.Setenv("SECKILL_ID_KEY_VERSION", "2")
 	c, err := Load()
@@ -63,5 +67,48 @@ func TestIDKeysKeepOldVersions(t *testing.T) {
 	keys, err := c.IDKeys()
 	if err != nil || len(keys) != 2 || keys[1][0] != 0xab || keys[2][0] != 0xcd {
 		t.Fatalf("keys = %v, %v", keys, err)
+	}
+}
+
+// Outside development, every public development secret is refused, and the
+// error names the variable (never the value).
+func TestProductionRefusesDevelopmentSecrets(t *testing.T) {
+	t.Setenv("SECKILL_ENV", "production")
+	own := map[string]string{
+		"SECKILL_ID_SECRETS":          "1:" + strings.Repeat("1a", 32),
+		"SECKILL_AUTH_SECRETS":        "1:" + strings.Repeat("2b", 32),
+		"SECKILL_ADMIN_TOKEN":         strings.Repeat("3c", 16),
+		"SECKILL_PAYSIM_SECRET":       strings.Repeat("4d", 32),
+		"SECKILL_PAYSIM_MERCHANT_KEY": strings.Repeat("5e", 8),
+	}
+	for name := range own {
+		t.Run(name, func(t *testing.T) {
+			for n, v := range own {
+				if n != name {
+					t.Setenv(n, v)
+				}
+			}
+			_, err := Load()
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Var != name || !strings.Contains(err.Error(), "development default") {
+				t.Fatalf("production with the development %s = %v", name, err)
+			}
+		})
+	}
+	// The development ID key under another version is still the development key.
+	for n, v := range own {
+		t.Setenv(n, v)
+	}
+	t.Setenv("SECKILL_ID_SECRETS", "1:"+strings.Repeat("1a", 32)+",2:6465762d6f6e6c792d69642d7365637265742d6368616e67652d6d652d313233")
+	if _, err := Load(); err == nil {
+		t.Fatal("the development ID key accepted under another version")
+	}
+	t.Setenv("SECKILL_ID_SECRETS", own["SECKILL_ID_SECRETS"])
+	if _, err := Load(); err != nil {
+		t.Fatalf("production with secrets of its own: %v", err)
+	}
+	t.Setenv("SECKILL_ENV", "staging")
+	if _, err := Load(); err == nil || !strings.Contains(err.Error(), "SECKILL_ENV") {
+		t.Fatalf("SECKILL_ENV=staging = %v", err)
 	}
 }

@@ -17,6 +17,10 @@
 // An error-mode failpoint returns ErrInjected and the code stops there as if
 // the process had died (a transaction is rolled back, an activity retried).
 // Disarmed failpoints cost one atomic load.
+//
+// Failpoints exist only in binaries built with -tags failpoints (`make test`,
+// the chaos harness): in a production build Check is a constant no-op, and
+// SECKILL_FAILPOINTS (or Arm) is refused, so a crash cannot be armed there.
 package failpoint
 
 import (
@@ -97,6 +101,9 @@ func Parse(spec string) (*Set, error) {
 	if spec == "" {
 		return s, nil
 	}
+	if !Enabled {
+		return nil, errors.New("SECKILL_FAILPOINTS is set, but this binary was built without failpoints (go build -tags failpoints)")
+	}
 	for _, item := range strings.Split(spec, ",") {
 		item = strings.TrimSpace(item)
 		body, crash := strings.CutSuffix(item, ":crash")
@@ -128,8 +135,11 @@ func Parse(spec string) (*Set, error) {
 // Arm makes name fire times times as an error (times < 0: until disarmed).
 func (s *Set) Arm(name string, times int) { s.ArmMode(name, Mode{Times: times}) }
 
-// ArmMode arms name with m.
+// ArmMode arms name with m. It panics in a binary built without failpoints.
 func (s *Set) ArmMode(name string, m Mode) {
+	if !Enabled {
+		panic("failpoint: this binary was built without failpoints (go build -tags failpoints)")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.modes == nil {
@@ -150,7 +160,7 @@ func (s *Set) Disarm(name string) {
 // Check returns ErrInjected (wrapped with the name) when name is armed and
 // fires, or kills the process there if it is a crash-mode failpoint.
 func (s *Set) Check(name string) error {
-	if s == nil || !s.armed.Load() {
+	if !Enabled || s == nil || !s.armed.Load() {
 		return nil
 	}
 	fire, crash := s.fire(name)

@@ -29,7 +29,10 @@ type Snapshot struct {
 	Paid, Cancelled, Refunding, Refunded, OpenOrders   int64
 	ReleasedRows, SoldRows                             int64
 	PaidButReleased, CancelledWithPayment, PaidNoMoney int64
-	RedisPresent                                       bool
+	// ExtraPayments counts successful payments of paid orders beyond the one
+	// that paid it, not (yet) refunded.
+	ExtraPayments int64
+	RedisPresent  bool
 }
 
 // Take reads the snapshot.
@@ -69,10 +72,12 @@ func Take(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activityID
 		       count(*) FILTER (WHERE status = 'CANCELLED' AND EXISTS (SELECT 1 FROM payment_record p
 		           WHERE p.order_id = orders.order_id AND p.status = 'SUCCESS')),
 		       count(*) FILTER (WHERE status = 'PAID' AND NOT EXISTS (SELECT 1 FROM payment_record p
-		           WHERE p.order_id = orders.order_id AND p.status = 'SUCCESS'))
+		           WHERE p.order_id = orders.order_id AND p.status = 'SUCCESS')),
+		       COALESCE(sum((SELECT count(*) FROM payment_record p WHERE p.order_id = orders.order_id
+		           AND p.status IN ('SUCCESS', 'REFUNDING') AND p.payment_id <> orders.payment_id)) FILTER (WHERE status = 'PAID'), 0)
 		FROM orders WHERE activity_id = $1 AND sku_id = $2`, activityID, skuID, OverdueGrace.String()).
 		Scan(&s.Paid, &s.Cancelled, &s.Refunding, &s.Refunded, &s.OpenOrders, &s.ReleasedRows, &s.SoldRows,
-			&s.PaidButReleased, &s.CancelledWithPayment, &s.PaidNoMoney); err != nil {
+			&s.PaidButReleased, &s.CancelledWithPayment, &s.PaidNoMoney, &s.ExtraPayments); err != nil {
 		return s, fmt.Errorf("read orders: %w", err)
 	}
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM inventory_reservation WHERE activity_id = $1 AND sku_id = $2
@@ -149,6 +154,9 @@ func Check(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activityI
 	if quiescent {
 		if s.CancelledWithPayment > 0 || s.Refunding > 0 {
 			add("I5", "%d cancelled orders hold an unrefunded payment, %d refunds unfinished", s.CancelledWithPayment, s.Refunding)
+		}
+		if s.ExtraPayments > 0 {
+			add("I5", "%d second payments of paid orders not refunded", s.ExtraPayments)
 		}
 		if released := s.Cancelled + s.Refunding + s.Refunded; s.ReleasedRows != released {
 			add("I5", "stock released %d times for %d cancelled orders", s.ReleasedRows, released)

@@ -36,6 +36,11 @@ type ConsumerOptions struct {
 	// 1..18 fixes RocketMQ's delay level for every retry (1=1s, 2=5s, 3=10s,
 	// 4=30s, 5=1m, ... 18=2h).
 	RetryDelayLevel int
+	// FromLatest makes a group new to the broker start after the last stored
+	// message instead of the first (the default, so that a new group misses
+	// nothing sent before it first ran). For groups that must ignore what
+	// other runs left on a shared topic (the crash-point matrix).
+	FromLatest bool
 }
 
 // Handler processes one delivered message. Returning nil acknowledges it;
@@ -103,12 +108,16 @@ func NewConsumer(nameServers []string, group, topic string, handler Handler, opt
 	if err != nil {
 		return nil, fmt.Errorf("new consumer %s: %w", group, err)
 	}
+	from := consumer.ConsumeFromFirstOffset
+	if opts.FromLatest {
+		from = consumer.ConsumeFromLastOffset
+	}
 	pc, err := consumer.NewPushConsumer(
 		consumer.WithNsResolver(primitive.NewPassthroughResolver(addrs)),
 		consumer.WithGroupName(group),
 		consumer.WithInstance(newInstanceName("consumer", group)),
 		consumer.WithConsumerModel(consumer.Clustering),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithConsumeFromWhere(from),
 		consumer.WithConsumeGoroutineNums(opts.Concurrency),
 		consumer.WithMaxReconsumeTimes(int32(opts.MaxReconsume)),
 		consumer.WithConsumeMessageBatchMaxSize(1),

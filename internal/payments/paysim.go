@@ -46,6 +46,15 @@ func (a PaysimProvider) FindByOrder(ctx context.Context, orderID uuid.UUID) (Pro
 	return fromPaysim(p), err
 }
 
+// Get implements Provider.
+func (a PaysimProvider) Get(ctx context.Context, transactionID string) (ProviderPayment, error) {
+	p, err := a.Client.Get(ctx, transactionID)
+	if errors.Is(err, paysim.ErrNotFound) {
+		return ProviderPayment{}, ErrNoPayment
+	}
+	return fromPaysim(p), err
+}
+
 // Close implements Provider.
 func (a PaysimProvider) Close(ctx context.Context, transactionID string) (ProviderPayment, error) {
 	p, err := a.Client.Close(ctx, transactionID)

@@ -38,6 +38,8 @@ type Provider interface {
 	Create(ctx context.Context, orderID uuid.UUID, amountCents int64, callbackURL string) (ProviderPayment, error)
 	// FindByOrder returns ErrNoPayment when the order has none.
 	FindByOrder(ctx context.Context, orderID uuid.UUID) (ProviderPayment, error)
+	// Get returns a transaction by id (ErrNoPayment when the provider has no such one).
+	Get(ctx context.Context, transactionID string) (ProviderPayment, error)
 	// Close returns *AlreadyPaidError when the payment was paid.
 	Close(ctx context.Context, transactionID string) (ProviderPayment, error)
 	Refund(ctx context.Context, transactionID, refundID string, amountCents int64) (ProviderPayment, error)

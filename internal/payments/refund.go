@@ -23,9 +23,10 @@ type Refund struct {
 // RefundID is the fixed refund id of a payment (the provider dedupes on it).
 func RefundID(paymentID uuid.UUID) string { return "refund_" + ids.Named("REFUND", paymentID).String() }
 
-// oweRefund records, in the transaction that recorded a payment on an order
-// that is not to be paid (cancelled or refunding), the obligation to refund
-// it: a refund_task the refund relay works off until FinishRefund.
+// oweRefund records, in the transaction that recorded a payment that is not
+// to be kept (its order is cancelled or refunding, or was paid by another
+// payment), the obligation to refund it: a refund_task the refund relay works
+// off until FinishRefund.
 func oweRefund(ctx context.Context, tx pgx.Tx, paymentID, orderID uuid.UUID, activityID, skuID int64) error {
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO refund_task (payment_id, order_id, activity_id, sku_id)
@@ -44,10 +45,11 @@ func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, s
 	var status string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var orderStatus string
+		var paidBy *uuid.UUID
 		err := tx.QueryRow(ctx, `
-			SELECT p.order_id, p.provider, p.provider_transaction_id, p.amount_cents, p.status, o.status
+			SELECT p.order_id, p.provider, p.provider_transaction_id, p.amount_cents, p.status, o.status, o.payment_id
 			FROM payment_record p JOIN orders o ON o.order_id = p.order_id
-			WHERE p.payment_id = $1 FOR UPDATE`, paymentID).Scan(&r.OrderID, &r.Provider, &r.TransactionID, &r.AmountCents, &status, &orderStatus)
+			WHERE p.payment_id = $1 FOR UPDATE`, paymentID).Scan(&r.OrderID, &r.Provider, &r.TransactionID, &r.AmountCents, &status, &orderStatus, &paidBy)
 		if err != nil {
 			return fmt.Errorf("read payment %s: %w", paymentID, err)
 		}
@@ -55,10 +57,12 @@ func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, s
 		if status != "SUCCESS" {
 			return nil
 		}
-		switch orderStatus {
-		case StatusCancelled, StatusRefunding, StatusRefunded:
+		switch {
+		case orderStatus == StatusCancelled, orderStatus == StatusRefunding, orderStatus == StatusRefunded:
+		case orderStatus == StatusPaid && paidBy != nil && *paidBy != paymentID:
+			// A second payment of a paid order: it is given back, the order stays PAID.
 		default:
-			return fmt.Errorf("payment %s belongs to a %s order: not refundable", paymentID, orderStatus)
+			return fmt.Errorf("payment %s pays a %s order: not refundable", paymentID, orderStatus)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE payment_record SET status = 'REFUNDING', updated_at = clock_timestamp() WHERE payment_id = $1 AND status = 'SUCCESS'`, paymentID); err != nil {
 			return fmt.Errorf("payment → REFUNDING: %w", err)

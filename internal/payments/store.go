@@ -71,6 +71,9 @@ const (
 	PaidAfterCancel Outcome = "PAID_AFTER_CANCEL"
 	// AlreadyRefunding: the late payment is already being refunded.
 	AlreadyRefunding Outcome = "ALREADY_REFUNDING"
+	// DuplicatePayment: the order was paid by another payment; this one is
+	// recorded and owed back (at most one successful payment per order).
+	DuplicatePayment Outcome = "DUPLICATE_PAYMENT"
 )
 
 // RecordResult says what Record did.
@@ -98,6 +101,7 @@ func NewStore(pool *pgxpool.Pool, fp *failpoint.Set) *Store {
 }
 
 type orderRow struct {
+	paymentID     *uuid.UUID // the payment that paid it
 	status        string
 	amount        int64
 	reservationID uuid.UUID
@@ -108,8 +112,8 @@ type orderRow struct {
 
 func lockOrder(ctx context.Context, tx pgx.Tx, orderID uuid.UUID) (orderRow, error) {
 	var o orderRow
-	err := tx.QueryRow(ctx, `SELECT status, amount_cents, reservation_id, activity_id, sku_id, user_id FROM orders WHERE order_id = $1 FOR UPDATE`,
-		orderID).Scan(&o.status, &o.amount, &o.reservationID, &o.activityID, &o.skuID, &o.userID)
+	err := tx.QueryRow(ctx, `SELECT status, amount_cents, reservation_id, activity_id, sku_id, user_id, payment_id FROM orders WHERE order_id = $1 FOR UPDATE`,
+		orderID).Scan(&o.status, &o.amount, &o.reservationID, &o.activityID, &o.skuID, &o.userID, &o.paymentID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return o, ErrUnknownOrder
 	}
@@ -176,6 +180,14 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordRes
 		res.Outcome, res.OrderStatus = Paid, StatusPaid
 	case StatusPaid:
 		res.Outcome, res.OrderStatus = AlreadyPaid, StatusPaid
+		if o.paymentID != nil && *o.paymentID != res.PaymentID {
+			res.Outcome = DuplicatePayment
+			if err := outbox.Insert(ctx, tx, "PAYMENT", res.PaymentID, "DUPLICATE_PAYMENT", ev.OrderID.String(), map[string]any{
+				"payment_id": res.PaymentID, "order_id": ev.OrderID, "transaction_id": ev.TransactionID, "amount_cents": ev.AmountCents,
+			}); err != nil {
+				return res, err
+			}
+		}
 	case StatusCancelled:
 		res.Outcome, res.OrderStatus = PaidAfterCancel, StatusCancelled
 		if err := outbox.Insert(ctx, tx, "PAYMENT", res.PaymentID, "PAYMENT_AFTER_CANCEL", ev.OrderID.String(), map[string]any{
@@ -186,7 +198,7 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordRes
 	default: // REFUNDING, REFUNDED
 		res.Outcome, res.OrderStatus = AlreadyRefunding, o.status
 	}
-	if res.Outcome == PaidAfterCancel || res.Outcome == AlreadyRefunding {
+	if res.Outcome == PaidAfterCancel || res.Outcome == AlreadyRefunding || res.Outcome == DuplicatePayment {
 		if err := oweRefund(ctx, tx, res.PaymentID, ev.OrderID, o.activityID, o.skuID); err != nil {
 			return res, err
 		}
@@ -196,8 +208,8 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordRes
 
 func payOrder(ctx context.Context, tx pgx.Tx, ev Evidence, o orderRow, paymentID uuid.UUID) error {
 	tag, err := tx.Exec(ctx, `
-		UPDATE orders SET status = 'PAID', paid_at = $2, version = version + 1, updated_at = clock_timestamp()
-		WHERE order_id = $1 AND status IN ('CREATED', 'PAYING', 'CANCEL_PENDING')`, ev.OrderID, ev.PaidAt)
+		UPDATE orders SET status = 'PAID', paid_at = $2, payment_id = $3, version = version + 1, updated_at = clock_timestamp()
+		WHERE order_id = $1 AND status IN ('CREATED', 'PAYING', 'CANCEL_PENDING')`, ev.OrderID, ev.PaidAt, paymentID)
 	if err != nil || tag.RowsAffected() != 1 {
 		return fmt.Errorf("order %s → PAID moved %d rows: %v", ev.OrderID, tag.RowsAffected(), err)
 	}

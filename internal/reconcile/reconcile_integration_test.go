@@ -115,7 +115,7 @@ func TestReconcileCraftedDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.acts.ProjectOrderCreated(ctx, activities.ProjectionInput{ReservationID: paid.ReservationID, OrderID: res.OrderID, ActivityID: paid.ActivityID, SKUID: paid.SKUID})
-	r.exec(t, `UPDATE orders SET status = 'PAID', paid_at = now() WHERE order_id = $1`, res.OrderID)
+	r.exec(t, `UPDATE orders SET status = 'PAID', paid_at = now(), payment_id = gen_random_uuid() WHERE order_id = $1`, res.OrderID)
 	r.exec(t, `UPDATE sku_inventory SET occupied_stock = occupied_stock - 1, sold_stock = sold_stock + 1 WHERE activity_id = $1`, r.k.ActivityID)
 	r.rdb.HSet(ctx, r.k.Reservation(paid.ReservationID.String()), "status", "COMPENSATED")
 	// 4. An outbox row stuck SENDING under an expired lease.

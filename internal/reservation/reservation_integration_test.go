@@ -283,6 +283,7 @@ func TestCrashAfterReserveScannerResendsSameMessageID(t *testing.T) {
 	r := newRig(t, 5)
 	col := collect(t, r.cfg)
 	ctx := context.Background()
+	testenv.RequireFailpoints(t)
 	r.fp.Arm(failpoint.AfterRedisReserve, 1)
 	req := uuid.New()
 	_, err := r.res.Reserve(ctx, 77, r.k.ActivityID, r.k.SKUID, req)
@@ -324,6 +325,7 @@ func TestCrashAfterReserveScannerResendsSameMessageID(t *testing.T) {
 func TestLeaseOfACrashedScannerExpires(t *testing.T) {
 	r := newRig(t, 5)
 	ctx := context.Background()
+	testenv.RequireFailpoints(t)
 	r.fp.Arm(failpoint.AfterRedisReserve, 1)
 	if _, err := r.res.Reserve(ctx, 5, r.k.ActivityID, r.k.SKUID, uuid.New()); !errors.Is(err, failpoint.ErrInjected) {
 		t.Fatal(err)

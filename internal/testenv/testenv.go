@@ -23,6 +23,7 @@ import (
 
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/pg"
 	"github.com/seckill/seckill/internal/redisx"
@@ -38,6 +39,9 @@ func Require(t testing.TB) config.Config {
 	if os.Getenv("SECKILL_INTEGRATION") != "1" {
 		t.Skip("integration test: set SECKILL_INTEGRATION=1 and start the stack (make up)")
 	}
+	if os.Getenv("SECKILL_ENV") == "" {
+		os.Setenv("SECKILL_ENV", "development") // the local stack's secrets are the development ones
+	}
 	cfg, err := config.Load()
 	if err != nil {
 		t.Fatalf("load config: %v", err)
@@ -48,6 +52,20 @@ func Require(t testing.TB) config.Config {
 	cfg.TopicEvents = TopicEvents
 	cfg.StarterGroup = "saga-starter-test"
 	return cfg
+}
+
+// RequireFailpoints is for tests that arm failpoints: they need a build
+// with -tags failpoints (`make test` has it). Without it the test fails when
+// integration tests are on, and is skipped otherwise.
+func RequireFailpoints(t testing.TB) {
+	t.Helper()
+	if failpoint.Enabled {
+		return
+	}
+	if os.Getenv("SECKILL_INTEGRATION") == "1" {
+		t.Fatal("this test arms failpoints: run it with -tags failpoints (make test does)")
+	}
+	t.Skip("arms failpoints: build with -tags failpoints")
 }
 
 // Topics the tests use (created by scripts/stack.sh). The end-to-end tests

@@ -1,0 +1,175 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/reservation"
+)
+
+// A body the endpoint will not take is refused with its own status, before
+// anything is called: too large → 413, not declared JSON → 415.
+func TestBodiesTooLargeOrNotJSON(t *testing.T) {
+	u := newUnit(t)
+	key := uuid.NewString()
+	user := hdr("Authorization", "Bearer "+u.tok, "Idempotency-Key", key)
+	admin := hdr("Authorization", "Bearer "+testAdminToken)
+	small := `{"request_id":"` + key + `"}`
+	cases := []struct {
+		name, path string
+		header     http.Header
+		ct, body   string
+		status     int
+		code       string
+	}{
+		{"reserve, > 1 KiB", reservePath, user, "application/json", small + strings.Repeat(" ", 1100), 413, "PAYLOAD_TOO_LARGE"},
+		{"reserve, garbage > 1 KiB", reservePath, user, "application/json", strings.Repeat("x", 5000), 413, "PAYLOAD_TOO_LARGE"},
+		{"reserve, text/plain", reservePath, user, "text/plain", small, 415, "UNSUPPORTED_MEDIA_TYPE"},
+		{"reserve, form", reservePath, user, "application/x-www-form-urlencoded", "request_id=" + key, 415, "UNSUPPORTED_MEDIA_TYPE"},
+		{"reserve, no content type", reservePath, user, "none", small, 415, "UNSUPPORTED_MEDIA_TYPE"},
+		{"admin, > 1 MiB", "/v1/admin/activities", admin, "application/json", `{"name":"` + strings.Repeat("n", 1<<20) + `"}`, 413, "PAYLOAD_TOO_LARGE"},
+		{"admin, text/plain", "/v1/admin/activities", admin, "text/plain", `{}`, 415, "UNSUPPORTED_MEDIA_TYPE"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := c.header.Clone()
+			if c.ct != "none" {
+				h.Set("Content-Type", c.ct)
+			} else {
+				h.Set("Content-Type", "")
+			}
+			rec, m := u.do(http.MethodPost, c.path, h, c.body)
+			expectError(t, rec, m, c.status, c.code, "body")
+		})
+	}
+	// JSON with a charset parameter is JSON.
+	h := user.Clone()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	if rec, _ := u.do(http.MethodPost, reservePath, h, small); rec.Code != http.StatusAccepted {
+		t.Fatalf("application/json; charset=utf-8 = %d %s", rec.Code, rec.Body.String())
+	}
+	if n := len(u.res.Calls()); n != 1 {
+		t.Fatalf("reserver called %d times, want once (for the JSON one)", n)
+	}
+}
+
+// The reservation endpoint is limited per user and per client address: the
+// request past the limit gets 429 with Retry-After and a JSON error, and is
+// not passed on; another user (another address) is not affected.
+func TestRateLimits(t *testing.T) {
+	a := newAuth(t)
+	res := &fakeReserver{res: reservation.Result{Code: reservation.Queued, ReservationID: uuid.New()}}
+	var logs bytes.Buffer
+	h := api.NewRouter(api.Deps{Auth: a, Reserver: res, Status: &fakeStatus{}, Log: slog.New(slog.NewTextHandler(&logs, nil)),
+		Limits: api.Limits{PerUser: 3, PerIP: 5, Window: time.Minute}})
+	defer func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	}()
+	d := loadDoc(t)
+	send := func(user int64, ip string) (int, http.Header, string) {
+		req, _ := http.NewRequest(http.MethodPost, reservePath, nil)
+		req.Header.Set("Authorization", "Bearer "+mint(t, a, user, time.Hour))
+		req.Header.Set("Idempotency-Key", uuid.NewString())
+		req.RemoteAddr = ip + ":40000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		d.conform(t, h, http.MethodPost, reservePath, rec)
+		return rec.Code, rec.Header(), rec.Body.String()
+	}
+	for i := range 3 {
+		if code, _, body := send(1, "10.0.0.1"); code != http.StatusAccepted {
+			t.Fatalf("user 1 request %d = %d %s", i+1, code, body)
+		}
+	}
+	code, hdrs, body := send(1, "10.0.0.1")
+	if code != http.StatusTooManyRequests || !strings.Contains(body, `"RATE_LIMITED"`) || hdrs.Get("Content-Type") != "application/json" {
+		t.Fatalf("user 1 request 4 = %d %s", code, body)
+	}
+	if ra, err := strconv.Atoi(hdrs.Get("Retry-After")); err != nil || ra <= 0 || ra > 60 {
+		t.Fatalf("Retry-After = %q", hdrs.Get("Retry-After"))
+	}
+	if n := len(res.Calls()); n != 3 {
+		t.Fatalf("the refused request reached the reserver (%d calls)", n)
+	}
+	// Another user from the same address has the address's remaining budget.
+	if code, _, _ := send(2, "10.0.0.1"); code != http.StatusAccepted {
+		t.Fatalf("user 2 = %d", code)
+	}
+	// The address is spent (5 requests: 3 + 1 refused + 1), whoever the user.
+	if code, _, body := send(3, "10.0.0.1"); code != http.StatusTooManyRequests || !strings.Contains(body, "client address") {
+		t.Fatalf("user 3 from the spent address = %d %s", code, body)
+	}
+	if code, _, _ := send(3, "10.0.0.2"); code != http.StatusAccepted {
+		t.Fatalf("user 3 from another address = %d", code)
+	}
+	// The same IPv6 /64 is one address.
+	send(4, "[2001:db8::1]")
+	for range 4 {
+		send(5, "[2001:db8::2]")
+	}
+	if code, _, _ := send(6, "[2001:db8::3]"); code != http.StatusTooManyRequests {
+		t.Fatalf("IPv6 /64 not limited as one address: %d", code)
+	}
+}
+
+// blockingReserver waits until its request's deadline, then fails as a
+// backend that timed out would.
+type blockingReserver struct{}
+
+func (blockingReserver) Reserve(ctx context.Context, _, _, _ int64, _ uuid.UUID) (reservation.Result, error) {
+	<-ctx.Done()
+	return reservation.Result{}, ctx.Err()
+}
+
+// Every handler has a deadline: a backend that hangs is answered 503 by then.
+func TestHandlersHaveADeadline(t *testing.T) {
+	a := newAuth(t)
+	h := api.NewRouter(api.Deps{Auth: a, Reserver: blockingReserver{}, Status: &fakeStatus{}, HandlerTimeout: 50 * time.Millisecond})
+	start := time.Now()
+	rec := serve(h, http.MethodPost, reservePath, hdr("Authorization", "Bearer "+mint(t, a, testUser, time.Hour), "Idempotency-Key", uuid.NewString()), "")
+	if rec.Code != http.StatusServiceUnavailable || time.Since(start) > 5*time.Second {
+		t.Fatalf("hanging backend = %d after %s", rec.Code, time.Since(start))
+	}
+}
+
+// Every admin request is logged with who (the credential's fingerprint, not
+// the credential) and what; a refused one too.
+func TestAdminActionsAreLogged(t *testing.T) {
+	var buf bytes.Buffer
+	a := newAuth(t)
+	h := api.NewRouter(api.Deps{Auth: a, Reserver: &fakeReserver{}, Status: &fakeStatus{}, Log: slog.New(slog.NewJSONHandler(&buf, nil))})
+	serve(h, http.MethodPost, "/v1/admin/activities", hdr("Authorization", "Bearer "+testAdminToken), `{"activity_id":0}`)
+	serve(h, http.MethodPost, "/v1/admin/activities", hdr("Authorization", "Bearer wrong-token-of-some-length"), `{}`)
+	out := buf.String()
+	if !strings.Contains(out, `"msg":"admin.action"`) || !strings.Contains(out, `"who":"`+a.AdminName()+`"`) ||
+		!strings.Contains(out, `"path":"/v1/admin/activities"`) || !strings.Contains(out, `"status":400`) {
+		t.Fatalf("admin action not logged with who and what:\n%s", out)
+	}
+	if !strings.Contains(out, `"msg":"api.admin_denied"`) {
+		t.Fatalf("refused admin request not logged:\n%s", out)
+	}
+	if strings.Contains(out, testAdminToken) || strings.Contains(out, "wrong-token") {
+		t.Fatalf("a credential was logged:\n%s", out)
+	}
+}
+
+func TestParseIDIsCanonical(t *testing.T) {
+	for in, want := range map[string]bool{"1": true, "42": true, "9223372036854775807": true, "+1": false, "01": false,
+		"0": false, "-1": false, " 1": false, "1 ": false, "1e3": false, "0x1f": false, "": false, "9223372036854775808": false} {
+		if _, ok := api.ParseID(in); ok != want {
+			t.Errorf("ParseID(%q) = %v, want %v", in, ok, want)
+		}
+	}
+}
