@@ -7,7 +7,7 @@ export SECKILL_INTEGRATION ?= 1
 # deployment refuses them (internal/config: SECKILL_ENV).
 export SECKILL_ENV ?= development
 
-.PHONY: up down status build migrate run test lint bench chaos
+.PHONY: up down status build migrate run test lint bench chaos fuzz
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill
@@ -39,13 +39,22 @@ bench: up
 ## test: bring the stack up, then lint and run every test (unit + integration)
 test: up lint
 	$(GO) test -tags failpoints -race -count=1 ./...
+	$(MAKE) fuzz FUZZ_TIME=5s
 
-## lint: gofmt, go vet, and workflowcheck (workflow code stays deterministic)
+## fuzz: the native fuzz targets (request decoding, path ids, tokens, webhook signatures), FUZZ_TIME each
+FUZZ_TIME ?= 60s
+FUZZ_TARGETS := ./api:FuzzParseID ./api:FuzzReserveRequest ./internal/auth:FuzzUser ./paysim:FuzzVerify ./internal/events:FuzzDecodeOrderCreateRequested
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	  echo "fuzz $$pkg $$fn for $(FUZZ_TIME)"; $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZ_TIME) $$pkg; done
+
+## lint: gofmt, go vet (with and without failpoints), workflowcheck (workflow code stays deterministic), gosec
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags failpoints ./...
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
+	$(GO) run github.com/securego/gosec/v2/cmd/gosec@v2.30.0 -quiet ./...
 
 ## chaos: the long crash-point matrix (200 runs of each seed failpoint) and a 20-minute kill soak (docs/chaos.md)
 chaos: up

@@ -63,12 +63,12 @@ func provider(dsn string) (*goose.Provider, *sql.DB, error) {
 	db := stdlib.OpenDB(*cfg)
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
-		db.Close()
+		_ = db.Close()
 		return nil, nil, fmt.Errorf("migration lock: %w", err)
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, db, FS, goose.WithSessionLocker(locker))
 	if err != nil {
-		db.Close()
+		_ = db.Close()
 		return nil, nil, fmt.Errorf("migration provider: %w", err)
 	}
 	return p, db, nil

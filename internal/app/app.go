@@ -124,10 +124,10 @@ func (c *Conns) Close() {
 		c.Temporal.Close()
 	}
 	if c.Producer != nil {
-		c.Producer.Close()
+		_ = c.Producer.Close()
 	}
 	if c.Redis != nil {
-		c.Redis.Close()
+		_ = c.Redis.Close()
 	}
 	if c.Verify != nil {
 		c.Verify.Close()

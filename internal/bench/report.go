@@ -152,7 +152,7 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%s\t%s\t\n", c.Name, c.Requests, c.Concurrency, c.RPS, c.ReservationsPS, p50, p99)
 	}
-	tw.Flush()
+	_ = tw.Flush()
 	fmt.Fprintln(w)
 	for _, c := range r.Cases {
 		fmt.Fprintf(w, "  %-22s %s\n", c.Name+":", c.Outcome)
@@ -168,7 +168,7 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\t\n", c.Name, c.CPU.RedisUS, c.CPU.ClientUS, c.CPU.RestUS,
 			c.CPU.MachineUS, c.CPU.MachineBusyPc, c.OtherWorkPct)
 	}
-	tw.Flush()
+	_ = tw.Flush()
 	for _, c := range r.Cases {
 		parts := make([]string, 0, len(c.TopProcesses))
 		for _, p := range c.TopProcesses {
@@ -190,7 +190,7 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(tw, "%s\t%.2f\t%s %.2f\t%s\n", q.Name, q.Value, q.Op, q.Target, verdict)
 	}
-	tw.Flush()
+	_ = tw.Flush()
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}

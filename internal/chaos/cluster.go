@@ -86,7 +86,7 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	if o.Bin == "" || o.Dir == "" || o.Log == nil {
 		return nil, errors.New("chaos: Bin, Dir and Log are required")
 	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(o.Dir, 0o750); err != nil {
 		return nil, err
 	}
 	c := &Cluster{cfg: o.Config, log: o.Log, Procs: map[string]*Proc{}}
@@ -178,7 +178,7 @@ func (c *Cluster) Close() {
 	}
 	if c.Redis != nil {
 		_ = c.Redis.FlushDB(context.Background()).Err()
-		c.Redis.Close()
+		_ = c.Redis.Close()
 	}
 	if c.Temporal != nil {
 		c.terminateLeftovers()
@@ -229,7 +229,7 @@ func freePorts(n int) ([]int, error) {
 	var lns []net.Listener
 	defer func() {
 		for _, l := range lns {
-			l.Close()
+			_ = l.Close()
 		}
 	}()
 	for range n {

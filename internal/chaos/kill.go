@@ -117,11 +117,11 @@ func Kill(ctx context.Context, c *Cluster, o KillOptions) (Report, error) {
 
 	end := time.Now().Add(o.Duration)
 	for time.Now().Before(end) {
-		wait := time.Duration(float64(o.Every) * (0.5 + rand.Float64()))
+		wait := time.Duration(float64(o.Every) * (0.5 + rand.Float64())) // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id
 		if err := waitGone(ctx, wait); err != nil {
 			return rep, err
 		}
-		comp := o.Components[rand.IntN(len(o.Components))]
+		comp := o.Components[rand.IntN(len(o.Components))] // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id
 		at := time.Now()
 		if err := c.kill(ctx, comp, o); err != nil {
 			rows[comp].Errors = append(rows[comp].Errors, err.Error())
@@ -171,7 +171,7 @@ func Kill(ctx context.Context, c *Cluster, o KillOptions) (Report, error) {
 
 // kill SIGKILLs comp, waits a random pause (up to 3 s) and brings it back.
 func (c *Cluster) kill(ctx context.Context, comp string, o KillOptions) error {
-	pause := time.Duration(rand.IntN(3000)) * time.Millisecond
+	pause := time.Duration(rand.IntN(3000)) * time.Millisecond // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id
 	if p, ok := c.Procs[comp]; ok {
 		if err := p.Kill(syscall.SIGKILL); err != nil {
 			return err
@@ -191,7 +191,7 @@ func (c *Cluster) kill(ctx context.Context, comp string, o KillOptions) error {
 		}
 	}
 	for _, name := range stackPids[comp] {
-		b, err := os.ReadFile(filepath.Join(o.StackDir, "pids", name+".pid"))
+		b, err := os.ReadFile(filepath.Join(o.StackDir, "pids", name+".pid")) // #nosec G304 -- a path the operator or the harness chose (a file it names on the command line, a pid or log file of the stack)
 		if err != nil {
 			return fmt.Errorf("pid of %s: %w", name, err)
 		}
@@ -212,7 +212,7 @@ func (c *Cluster) kill(ctx context.Context, comp string, o KillOptions) error {
 		return err
 	}
 	for attempt := 1; ; attempt++ {
-		out, err := exec.CommandContext(ctx, o.StackScript, "up").CombinedOutput()
+		out, err := exec.CommandContext(ctx, o.StackScript, "up").CombinedOutput() // #nosec G204 -- the command and its arguments are this program's own (its binary, the stack script, the benchmark tools), not user input
 		if err == nil {
 			return nil
 		}

@@ -51,24 +51,24 @@ func (p *Proc) Start(ctx context.Context, spec string) error {
 		return fmt.Errorf("%s is running", p.Name)
 	}
 	p.starts++
-	f, err := os.OpenFile(filepath.Join(p.logs, p.Name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(filepath.Join(p.logs, p.Name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		p.mu.Unlock()
 		return err
 	}
 	fmt.Fprintf(f, "\n=== %s start %d, failpoints %q, %s\n", p.Name, p.starts, spec, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(p.bin, p.args...)
+	cmd := exec.Command(p.bin, p.args...) // #nosec G204 -- the command and its arguments are this program's own (its binary, the stack script, the benchmark tools), not user input
 	cmd.Env = append(append(os.Environ(), p.env...), "SECKILL_FAILPOINTS="+spec)
 	cmd.Stdout = f
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		p.mu.Unlock()
 		return err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		f.Close()
+		_ = f.Close()
 		p.mu.Unlock()
 		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
@@ -78,7 +78,7 @@ func (p *Proc) Start(ctx context.Context, spec string) error {
 	go func() {
 		crashed := watchStderr(stderr, f)
 		_ = cmd.Wait()
-		f.Close()
+		_ = f.Close()
 		p.mu.Lock()
 		p.cmd, p.crashed = nil, crashed
 		p.mu.Unlock()
@@ -108,7 +108,7 @@ func (p *Proc) waitReady(ctx context.Context, done <-chan struct{}) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if resp, err := c.Get(p.ready); err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}

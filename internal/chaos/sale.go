@@ -202,7 +202,7 @@ func (c *Cluster) callInto(ctx context.Context, hc *http.Client, method, path, t
 		resp, err := hc.Do(req)
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			for _, w := range want {
 				if resp.StatusCode == w {
 					if out != nil {

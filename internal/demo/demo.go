@@ -241,8 +241,8 @@ func buy(ctx context.Context, c *http.Client, mint func(int64, time.Duration) (s
 		if err != nil {
 			continue
 		}
-		io.Copy(io.Discard, resp.Body) //nolint:errcheck
-		resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusServiceUnavailable {
 			return resp.StatusCode
 		}

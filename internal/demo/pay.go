@@ -202,7 +202,7 @@ func act(ctx context.Context, c *http.Client, provider *paysim.Client, mint func
 			}
 		} else {
 			// Pay within ±0.5 s of the deadline.
-			at := o.expires.Add(time.Duration(rand.IntN(1000)-500) * time.Millisecond)
+			at := o.expires.Add(time.Duration(rand.IntN(1000)-500) * time.Millisecond) // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -210,7 +210,7 @@ func act(ctx context.Context, c *http.Client, provider *paysim.Client, mint func
 			}
 		}
 		// The callback is delayed, duplicated and sometimes reordered.
-		popts = paysim.PayOptions{CallbackDelayMS: int64(rand.IntN(800)), Duplicates: 2, Reorder: rand.IntN(2) == 0}
+		popts = paysim.PayOptions{CallbackDelayMS: int64(rand.IntN(800)), Duplicates: 2, Reorder: rand.IntN(2) == 0} // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id
 	}
 	_, err = provider.Pay(ctx, txn, popts)
 	if errors.Is(err, paysim.ErrPaymentClosed) {

@@ -185,7 +185,7 @@ func (s *Set) fire(name string) (fire, crash bool) {
 		return false, false
 	}
 	if m.Probability > 0 {
-		return rand.Float64() < m.Probability, m.Crash
+		return rand.Float64() < m.Probability, m.Crash // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id
 	}
 	if m.Times > 0 {
 		if m.Times--; m.Times == 0 {

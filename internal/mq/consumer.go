@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/apache/rocketmq-client-go/v2/consumer"
@@ -88,8 +89,8 @@ func NewConsumer(nameServers []string, group, topic string, handler Handler, opt
 	if handler == nil {
 		return nil, fmt.Errorf("new consumer %s: nil handler", group)
 	}
-	if opts.Concurrency < 0 || opts.MaxReconsume < 0 {
-		return nil, fmt.Errorf("new consumer %s: negative concurrency or max reconsume", group)
+	if opts.Concurrency < 0 || opts.MaxReconsume < 0 || opts.MaxReconsume > math.MaxInt16 {
+		return nil, fmt.Errorf("new consumer %s: concurrency must not be negative, max reconsume in [0, %d]", group, math.MaxInt16)
 	}
 	if opts.RetryDelayLevel < 0 || opts.RetryDelayLevel > 18 {
 		return nil, fmt.Errorf("new consumer %s: retry delay level %d out of range [0, 18]", group, opts.RetryDelayLevel)
@@ -119,7 +120,7 @@ func NewConsumer(nameServers []string, group, topic string, handler Handler, opt
 		consumer.WithConsumerModel(consumer.Clustering),
 		consumer.WithConsumeFromWhere(from),
 		consumer.WithConsumeGoroutineNums(opts.Concurrency),
-		consumer.WithMaxReconsumeTimes(int32(opts.MaxReconsume)),
+		consumer.WithMaxReconsumeTimes(int32(opts.MaxReconsume)), // #nosec G115 -- bounded above
 		consumer.WithConsumeMessageBatchMaxSize(1),
 	)
 	if err != nil {

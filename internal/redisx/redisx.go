@@ -30,11 +30,11 @@ func OpenDB(ctx context.Context, addr string, db, poolSize int) (*redis.Client, 
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := c.Ping(pctx).Err(); err != nil {
-		c.Close()
+		_ = c.Close()
 		return nil, fmt.Errorf("ping redis at %s: %w", addr, err)
 	}
 	if err := LoadScripts(pctx, c); err != nil {
-		c.Close()
+		_ = c.Close()
 		return nil, err
 	}
 	return c, nil

@@ -40,7 +40,7 @@ func Require(t testing.TB) config.Config {
 		t.Skip("integration test: set SECKILL_INTEGRATION=1 and start the stack (make up)")
 	}
 	if os.Getenv("SECKILL_ENV") == "" {
-		os.Setenv("SECKILL_ENV", "development") // the local stack's secrets are the development ones
+		_ = os.Setenv("SECKILL_ENV", "development") // the local stack's secrets are the development ones
 	}
 	cfg, err := config.Load()
 	if err != nil {
@@ -135,7 +135,7 @@ func Redis(t testing.TB, cfg config.Config) *redis.Client {
 	if err != nil {
 		t.Fatalf("redis (is the stack up? make up): %v", err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 

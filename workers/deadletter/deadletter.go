@@ -134,7 +134,7 @@ func (c *Consumer) start(topic, group string) (*mq.Consumer, error) {
 		return nil, err
 	}
 	if err := cons.Start(); err != nil {
-		cons.Close()
+		_ = cons.Close()
 		return nil, err
 	}
 	return cons, nil
