@@ -6,8 +6,10 @@ export SECKILL_INTEGRATION ?= 1
 # The local stack runs with the public development secrets; a production
 # deployment refuses them (internal/config: SECKILL_ENV).
 export SECKILL_ENV ?= development
+# The API contract test's tool (scripts/stack.sh up installs it).
+export SECKILL_SCHEMATHESIS ?= $(CURDIR)/.stack/venv/bin/st
 
-.PHONY: up down status build migrate run test lint bench chaos fuzz
+.PHONY: up down status build migrate run test lint bench chaos fuzz contract
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill
@@ -40,6 +42,10 @@ bench: up
 test: up lint
 	$(GO) test -tags failpoints -race -count=1 ./...
 	$(MAKE) fuzz FUZZ_TIME=5s
+
+## contract: the API contract test alone, longer (Schemathesis, EXAMPLES per operation; make test runs 100)
+contract: up
+	SECKILL_CONTRACT_EXAMPLES=$${EXAMPLES:-1000} $(GO) test -count=1 -v -run '^TestAPIContract$$' -timeout 60m ./e2e
 
 ## fuzz: the native fuzz targets (request decoding, path ids, tokens, webhook signatures), FUZZ_TIME each
 FUZZ_TIME ?= 60s

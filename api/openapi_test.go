@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -23,6 +24,8 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/reservation"
 )
+
+var ecmaUnicode = regexp.MustCompile(`\\u([0-9A-Fa-f]{4})`)
 
 // doc is the parsed openapi.yaml with a small JSON Schema checker, enough to
 // hold every answer of the router to the schema the document gives for it.
@@ -161,6 +164,10 @@ func (d *doc) validate(schema map[string]any, v any, at string) []string {
 			if (k == "oneOf" && n != 1) || (k == "anyOf" && n == 0) {
 				bad("%s matched %d alternatives: %v", k, n, why)
 			}
+		case "not":
+			if len(d.validate(obj(kv), v, at)) == 0 {
+				bad("matches the schema it must not match: %v", kv)
+			}
 		case "const":
 			if !equalJSON(kv, v) {
 				bad("= %v, want const %v", v, kv)
@@ -227,9 +234,18 @@ func (d *doc) validate(schema map[string]any, v any, at string) []string {
 		case "minLength", "maxLength":
 			if s, ok := v.(string); ok {
 				n, _ := num(kv)
-				if (k == "minLength" && float64(len(s)) < n) || (k == "maxLength" && float64(len(s)) > n) {
-					bad("length %d, %s %v", len(s), k, kv)
+				l := float64(utf8.RuneCountInString(s)) // JSON Schema counts characters
+				if (k == "minLength" && l < n) || (k == "maxLength" && l > n) {
+					bad("length %v, %s %v", l, k, kv)
 				}
+			}
+		case "pattern":
+			// ECMA-262 \uXXXX escapes are RE2's \x{XXXX}.
+			re, err := regexp.Compile(ecmaUnicode.ReplaceAllString(kv.(string), `\x{$1}`))
+			if err != nil {
+				bad("pattern %q does not compile: %v", kv, err)
+			} else if s, ok := v.(string); ok && !re.MatchString(s) {
+				bad("= %q, does not match %s", s, kv)
 			}
 		default:
 			bad("schema keyword %q unknown to the test's checker", k)

@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/auth"
+	"github.com/seckill/seckill/internal/jsonx"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/sale"
 )
@@ -364,7 +365,7 @@ func decodeOptional(w http.ResponseWriter, r *http.Request, limit int64, v any) 
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil
 	}
-	return strictJSON(body, v)
+	return jsonx.Strict(body, v)
 }
 
 func decodeRequired(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
@@ -375,7 +376,7 @@ func decodeRequired(w http.ResponseWriter, r *http.Request, limit int64, v any) 
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return errors.New("a JSON object is required")
 	}
-	return strictJSON(body, v)
+	return jsonx.Strict(body, v)
 }
 
 // BodyError is a request body refused before decoding: too large (413) or
@@ -437,26 +438,6 @@ func deadline(d time.Duration) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
-}
-
-func strictJSON(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			if te.Field == "" {
-				return errors.New("must be a JSON object")
-			}
-			return fmt.Errorf("field %s: wrong type, want %s", te.Field, te.Type)
-		}
-		return fmt.Errorf("not valid JSON: %v", err)
-	}
-	// Not dec.More(): it reports false for a stray '}' or ']'.
-	if len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
-		return errors.New("trailing data after the JSON object")
-	}
-	return nil
 }
 
 // Server is the API's HTTP server with sane timeouts.

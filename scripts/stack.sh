@@ -5,6 +5,8 @@
 #   RocketMQ 5.x   :9876 name server, :10911 broker (Maven artifacts, Java 17)
 #   Temporal dev   :7233 frontend, :8233 Web UI (Temporal CLI, SQLite file)
 #   paysim         :18090 payment provider simulator (this project's `seckill paysim`)
+# and the test tools: Chromium (Temporal UI screenshots), Schemathesis in
+# .stack/venv (API contract test).
 # Usage: scripts/stack.sh up|down|status|env
 # Data, pids and logs live in .stack/ (ignored by git). `down` stops exactly
 # what `up` started, by pid. `up` is idempotent and installs what is missing.
@@ -18,6 +20,7 @@ source "$ROOT/scripts/stack/lib.sh"
 # shellcheck source=scripts/stack/rocketmq.sh
 source "$ROOT/scripts/stack/rocketmq.sh"
 source "$ROOT/scripts/stack/chromium.sh"
+source "$ROOT/scripts/stack/schemathesis.sh"
 
 PG_BIN=/usr/lib/postgresql/15/bin
 PG_PORT=${SECKILL_PG_PORT:-55432}
@@ -54,6 +57,7 @@ ensure_packages() {
   command -v curl >/dev/null || want+=(curl)
   if [ ${#want[@]} -gt 0 ]; then apt_install "${want[@]}"; fi
   chromium_install
+  schemathesis_install
   # apt may have started distribution services on the default ports; ours use
   # their own ports and data, so they do not conflict.
 }

@@ -42,16 +42,26 @@ const (
 	ProcRest    = "worker-rest" // send-due scanner, outbox relay, dead-letter consumer, refund relay
 )
 
-// Names the cluster runs on the shared stack, apart from everything else:
-// its own database, Redis logical database, topics, consumer group and task
-// queue (created by scripts/stack.sh).
-const (
-	topicCreate  = "seckill_chaos_create"
-	topicEvents  = "seckill_chaos_events"
-	starterGroup = "saga-starter-chaos"
-	// RedisDB is the Redis logical database of chaos runs (0 is everyone else's).
-	RedisDB = 7
+// A Kind of cluster has its own names on the shared stack, apart from
+// everything else and from the other kinds: topics (created by
+// scripts/stack.sh), a Redis logical database (0 is everyone else's) and a
+// consumer group prefix. Each run adds its own database, consumer group and
+// task queue. Two clusters of one kind cannot share the machine: NewCluster
+// waits for the other to close (a lock file in the temporary directory).
+type Kind struct {
+	Name    string
+	RedisDB int
+}
+
+// The kinds of cluster: crash-point matrix and kill soak; API contract test.
+var (
+	KindChaos    = Kind{Name: "chaos", RedisDB: 7}
+	KindContract = Kind{Name: "contract", RedisDB: 8}
 )
+
+func (k Kind) topicCreate() string  { return "seckill_" + k.Name + "_create" }
+func (k Kind) topicEvents() string  { return "seckill_" + k.Name + "_events" }
+func (k Kind) starterGroup() string { return "saga-starter-" + k.Name }
 
 // ClusterOptions shape a Cluster.
 type ClusterOptions struct {
@@ -63,6 +73,11 @@ type ClusterOptions struct {
 	// overrides what must be its own.
 	Config config.Config
 	Log    *slog.Logger
+	// Env is added to every process's environment, after (so over) the
+	// cluster's own settings.
+	Env []string
+	// Kind names the cluster's topics and Redis database (KindChaos if zero).
+	Kind Kind
 }
 
 // Cluster is the gateway and the workers of one chaos run, with clients of
@@ -79,6 +94,8 @@ type Cluster struct {
 	provider *paysim.Client
 	apiBase  string
 	dropDB   func()
+	kind     Kind
+	unlock   func()
 }
 
 // NewCluster creates the run's database and the processes (not started).
@@ -89,7 +106,14 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	if err := os.MkdirAll(o.Dir, 0o750); err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: o.Config, log: o.Log, Procs: map[string]*Proc{}}
+	if o.Kind.Name == "" {
+		o.Kind = KindChaos
+	}
+	unlock, err := lockKind(ctx, o.Kind, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: o.Config, log: o.Log, Procs: map[string]*Proc{}, kind: o.Kind, unlock: unlock}
 	dsn, drop, err := createDatabase(ctx, o.Config.PostgresDSN)
 	if err != nil {
 		return nil, err
@@ -107,16 +131,16 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	}
 	c.apiBase = "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	c.cfg.PostgresDSN = dsn
-	c.cfg.RedisDB = RedisDB
+	c.cfg.RedisDB = o.Kind.RedisDB
 	c.cfg.TemporalTaskQueue = "chaos-" + randomHex(4)
 	env := []string{
 		"SECKILL_PG_DSN=" + dsn,
-		"SECKILL_REDIS_DB=" + strconv.Itoa(RedisDB),
-		"SECKILL_TOPIC_ORDER_CREATE=" + topicCreate,
-		"SECKILL_TOPIC_EVENTS=" + topicEvents,
+		"SECKILL_REDIS_DB=" + strconv.Itoa(o.Kind.RedisDB),
+		"SECKILL_TOPIC_ORDER_CREATE=" + o.Kind.topicCreate(),
+		"SECKILL_TOPIC_EVENTS=" + o.Kind.topicEvents(),
 		// A group of its own, from the latest offset: messages other runs left
 		// on the topic are not this run's.
-		"SECKILL_STARTER_GROUP=" + starterGroup + "-" + randomHex(4),
+		"SECKILL_STARTER_GROUP=" + o.Kind.starterGroup() + "-" + randomHex(4),
 		"SECKILL_STARTER_FROM_LATEST=true",
 		"SECKILL_TEMPORAL_TASK_QUEUE=" + c.cfg.TemporalTaskQueue,
 		"SECKILL_CALLBACK_URL=" + c.apiBase + "/v1/payments/callback",
@@ -127,6 +151,7 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 		"SECKILL_RECONCILE_SCHEDULE=false",
 		"SECKILL_LOG_LEVEL=warn",
 	}
+	env = append(env, o.Env...)
 	add := func(name string, port int, args ...string) {
 		ready := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 		penv := append([]string{fmt.Sprintf("SECKILL_METRICS_ADDR=127.0.0.1:%d", port)}, env...)
@@ -143,7 +168,7 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	if c.Pool, err = pg.Open(ctx, dsn, 8); err != nil {
 		return nil, err
 	}
-	if c.Redis, err = redisx.OpenDB(ctx, c.cfg.RedisAddr, RedisDB, 16); err != nil {
+	if c.Redis, err = redisx.OpenDB(ctx, c.cfg.RedisAddr, o.Kind.RedisDB, 16); err != nil {
 		return nil, err
 	}
 	if c.Temporal, err = temporalx.Dial(ctx, c.cfg.TemporalAddress, c.cfg.TemporalNamespace, slog.New(slog.DiscardHandler)); err != nil {
@@ -157,15 +182,19 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	return c, nil
 }
 
-// Start starts every process without failpoints.
+// Start starts every process without failpoints and waits until the saga
+// starter consumes (see awaitConsuming).
 func (c *Cluster) Start(ctx context.Context) error {
 	for _, name := range []string{ProcSaga, ProcStarter, ProcRest, ProcAPI} {
 		if err := c.Procs[name].Start(ctx, ""); err != nil {
 			return err
 		}
 	}
-	return nil
+	return c.awaitConsuming(ctx)
 }
+
+// APIBase is the gateway's base URL (http://127.0.0.1:port).
+func (c *Cluster) APIBase() string { return c.apiBase }
 
 // TaskQueue is the cluster's Temporal task queue.
 func (c *Cluster) TaskQueue() string { return c.cfg.TemporalTaskQueue }
@@ -189,6 +218,39 @@ func (c *Cluster) Close() {
 	}
 	if c.dropDB != nil {
 		c.dropDB()
+	}
+	if c.unlock != nil {
+		c.unlock()
+	}
+}
+
+// lockKind takes the machine-wide lock of a kind of cluster, waiting (and
+// saying so) while another process holds it. The kernel drops the lock of a
+// process that dies.
+func lockKind(ctx context.Context, k Kind, log *slog.Logger) (func(), error) {
+	path := filepath.Join(os.TempDir(), "seckill-cluster-"+k.Name+".lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600) // #nosec G304 -- fixed name in the temporary directory
+	if err != nil {
+		return nil, err
+	}
+	for said := false; ; {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) // #nosec G115 -- a file descriptor
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil // #nosec G115
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if !said {
+			log.Warn("chaos.waiting_for_cluster", "kind", k.Name, "lock", path,
+				"why", "another "+k.Name+" cluster runs on this machine (its topics and Redis database are shared)")
+			said = true
+		}
+		if err := waitGone(ctx, time.Second); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("waiting for the %s cluster lock %s: %w", k.Name, path, err)
+		}
 	}
 }
 

@@ -127,6 +127,51 @@ func (c *Cluster) Drive(ctx context.Context, s *Sale) error {
 	return c.pay(ctx, hc, s)
 }
 
+// probeActivity is the first activity id of the probe sales awaitConsuming
+// sets up, far above the runs' sales (numbered from the start time in ms).
+const probeActivity = int64(9) << 50
+
+// awaitConsuming waits until the saga starter's consumer group receives
+// messages. The group is new to the broker and starts from the latest
+// offset, which the broker fixes at its first rebalance, a few seconds after
+// the process starts: a message sent before that is not the group's, and
+// its reservation would only be given up at its deadline. So one buyer after
+// another reserves on a probe sale until a message reaches the inbox.
+func (c *Cluster) awaitConsuming(ctx context.Context) error {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	now := time.Now()
+	id := probeActivity + int64(now.UnixNano()%1_000_000)
+	def := sale.Activity{ActivityID: id, Name: "chaos probe", StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+		PaymentTimeoutSeconds: 1, OrderDeadlineSeconds: 5, SKUs: []sale.SKU{{SKUID: saleSKU, Stock: 1000}}}
+	if _, err := c.call(ctx, hc, http.MethodPost, "/v1/admin/activities", c.cfg.AdminToken, "", def, http.StatusOK); err != nil {
+		return fmt.Errorf("probe sale: %w", err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for user := int64(1); ; user++ {
+		tok, err := c.auth.Mint(user, time.Hour)
+		if err != nil {
+			return err
+		}
+		if _, err := c.call(ctx, hc, http.MethodPost, fmt.Sprintf("/v1/activities/%d/skus/%d/reservations", id, saleSKU),
+			tok, uuid.NewString(), nil, http.StatusAccepted); err != nil {
+			return fmt.Errorf("probe reservation: %w", err)
+		}
+		for range 10 {
+			var n int
+			if err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM consumer_inbox`).Scan(&n); err == nil && n > 0 {
+				c.log.Info("chaos.starter_consuming", "probes", user)
+				return nil
+			}
+			if err := waitGone(ctx, 200*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the saga starter received none of %d probe reservations in 2m (logs: %s)", user, c.logPath(ProcStarter))
+		}
+	}
+}
+
 // pay has the buyer of the sale's first order pay it (through the gateway
 // and the provider, whose callback comes back to the gateway). An order that
 // expired first is simply cancelled.

@@ -7,7 +7,6 @@ package checkout
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/jsonx"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/workflows"
@@ -218,7 +218,7 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 		return &CallbackError{http.StatusUnauthorized, "BAD_SIGNATURE", err}
 	}
 	var cb CallbackBody
-	if err := json.Unmarshal(body, &cb); err != nil || cb.Type != "payment.succeeded" || cb.TransactionID == "" || cb.MerchantOrderID == uuid.Nil {
+	if err := jsonx.Lenient(body, &cb); err != nil || cb.Type != "payment.succeeded" || cb.TransactionID == "" || cb.MerchantOrderID == uuid.Nil {
 		return &CallbackError{http.StatusBadRequest, "INVALID_CALLBACK", fmt.Errorf("not a payment.succeeded callback: %v", err)}
 	}
 	if err := s.confirm(ctx, cb); err != nil {

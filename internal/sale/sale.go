@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -53,8 +55,10 @@ func (a Activity) Validate() error {
 	switch {
 	case a.ActivityID <= 0:
 		return &FieldError{"activity_id", "must be a positive integer"}
-	case a.Name == "" || len(a.Name) > 200:
+	case a.Name == "" || utf8.RuneCountInString(a.Name) > 200:
 		return &FieldError{"name", "must be 1 to 200 characters"}
+	case strings.ContainsFunc(a.Name, isControl):
+		return &FieldError{"name", "must not contain control characters"}
 	case a.StartsAt.IsZero():
 		return &FieldError{"starts_at", "required (RFC 3339 time)"}
 	case a.EndsAt.IsZero():
@@ -85,6 +89,10 @@ func (a Activity) Validate() error {
 	}
 	return nil
 }
+
+// isControl reports the characters a name may not hold: C0 controls and
+// DEL (PostgreSQL text cannot even store NUL).
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // SKUResult reports what set-up did for one SKU.
 type SKUResult struct {

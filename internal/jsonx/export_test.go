@@ -1,0 +1,3 @@
+package jsonx
+
+var WholeNumber = wholeNumber

@@ -1,0 +1,32 @@
+package sale
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidateCountsNameInCharacters(t *testing.T) {
+	now := time.Now()
+	a := Activity{ActivityID: 1, StartsAt: now, EndsAt: now.Add(time.Hour), PaymentTimeoutSeconds: 60,
+		OrderDeadlineSeconds: 60, SKUs: []SKU{{SKUID: 1, Stock: 1}}}
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{strings.Repeat("é", 200), true}, // 400 bytes, 200 characters: what PostgreSQL's length() counts
+		{strings.Repeat("é", 201), false},
+		{"限时秒杀", true},
+		{"tab\there", false},
+		{"del\x7f", false},
+	} {
+		a.Name = tc.name
+		err := a.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("name %q: Validate() = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if err != nil && err.(*FieldError).Field != "name" {
+			t.Errorf("name %q: field %q, want name", tc.name, err.(*FieldError).Field)
+		}
+	}
+}
