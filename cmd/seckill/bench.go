@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -29,6 +30,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/app"
 	"github.com/seckill/seckill/internal/bench"
+	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/logx"
@@ -92,7 +94,10 @@ sold-out SKU, then measures in one run:
                                     (internal/app: real Reserver, Redis, RocketMQ producer) on a
                                     free 127.0.0.1 port, driven by C keep-alive workers, N
                                     requests, each a distinct user with its own token and
-                                    Idempotency-Key
+                                    Idempotency-Key; the rate limits on (set too high to
+                                    trip, so every request is counted)
+  HTTP sold-out (no limits)         the same on a second gateway without rate limits: the
+                                    cost of the limits on the cheapest path
 
 and prints requests/s, reservations/s, p50/p99 latency, CPU per request and the
 HTTP/raw ratios against the targets (in-stock >= 0.60, sold-out > 1). In-stock
@@ -112,7 +117,7 @@ Progress goes to stderr; the report to stdout (--json for machine-readable).`,
 	f.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
 	f.StringVar(&o.redisBenchmark, "redis-benchmark", "redis-benchmark", "redis-benchmark executable")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the whole run (clean-up has its own 2 minutes)")
-	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles of the HTTP cases to PREFIX-http-in-stock.pprof and PREFIX-http-sold-out.pprof (samples labelled role=gateway|loadgen)")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles of the HTTP cases to PREFIX-http-in-stock.pprof, PREFIX-http-sold-out.pprof and PREFIX-http-sold-out-no-limits.pprof (samples labelled role=gateway|loadgen)")
 	f.BoolVar(&o.keep, "keep", false, "keep the bench activity's Redis keys and PostgreSQL rows")
 	f.StringVar(&o.topic, "topic", benchTopic, "RocketMQ topic the in-process gateway sends ORDER_CREATE_REQUESTED to (seckill_order_create feeds the saga starter)")
 	f.DurationVar(&o.waitIdle, "wait-idle", 0, "before starting, wait up to this long for the machine to be under 20% busy (shared machines)")
@@ -124,15 +129,15 @@ type benchEnv struct {
 	o        benchReserveOpts
 	rdb      *redis.Client
 	rb       bench.RedisBenchmark
-	reg      *prometheus.Registry
 	activity int64
 	keyVer   int
 	ncpu     int
-	url      func(sku int64) string
-	client   *http.Client
-	bearer   []string // bearer[i] is "Bearer <token of user i+1>"
-	progress func(format string, args ...any)
-	report   *bench.Report
+	// gw is the gateway as `seckill api` runs it, gwOff the same without limits.
+	gw, gwOff *benchGateway
+	client    *http.Client
+	bearer    []string // bearer[i] is "Bearer <token of user i+1>"
+	progress  func(format string, args ...any)
+	report    *bench.Report
 }
 
 func runBenchReserve(ctx context.Context, o benchReserveOpts, stdout, stderr io.Writer) error {
@@ -238,28 +243,27 @@ func runBenchReserve(ctx context.Context, o benchReserveOpts, stdout, stderr io.
 
 	// The gateway, in process, built like `seckill api` (no failpoints armed).
 	// The load comes from one address: the per-address limit still counts
-	// every request (its cost is measured) but is set too high to trip.
+	// every request (its cost is measured) but is set too high to trip. A
+	// second gateway without limits serves the sold-out case once more: the
+	// two sold-out cases' ratio is what the limits cost on the cheapest path.
 	if cfg.RateLimitIP > 0 {
 		cfg.RateLimitIP = 1 << 30
 	}
+	unlimited := cfg
+	unlimited.RateLimitIP, unlimited.RateLimitUser = 0, 0
 	tel := app.NewTelemetry()
-	h, err := app.APIHandler(cfg, conns, tel, &failpoint.Set{}, gwLog)
+	gw, err := startBenchGateway(ctx, cfg, conns, tel, gwLog)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	defer gw.stop(ctx)
+	gwOff, err := startBenchGateway(ctx, unlimited, conns, app.NewTelemetry(), gwLog)
 	if err != nil {
 		return err
 	}
-	srv := api.Server(ln.Addr().String(), h)
-	go pprof.Do(context.Background(), pprof.Labels("role", "gateway"), func(context.Context) { _ = srv.Serve(ln) }) // #nosec G118 -- the load generator outlives the request that started nothing: it is the benchmark itself
-	defer func() {
-		sctx, c := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer c()
-		_ = srv.Shutdown(sctx)
-	}()
-	base := "http://" + ln.Addr().String()
-	progress("gateway listening on %s (in process)", base)
+	defer gwOff.stop(ctx)
+	progress("gateways listening on %s (limits: user %d, address %d per %s) and %s (no limits), in process",
+		gw.base, cfg.RateLimitUser, cfg.RateLimitIP, cfg.RateLimitWindow, gwOff.base)
 
 	progress("minting %d user tokens", o.warmup+o.requests)
 	bearer := make([]string, o.warmup+o.requests)
@@ -299,12 +303,10 @@ func runBenchReserve(ctx context.Context, o benchReserveOpts, stdout, stderr io.
 	if info, err := rdb.InfoMap(ctx, "server").Result(); err == nil {
 		rep.RedisVersion = info["Server"]["redis_version"]
 	}
-	e := &benchEnv{o: o, rdb: rdb, reg: tel.Registry, activity: activityID, keyVer: d.CurrentVersion(), ncpu: runtime.NumCPU(),
+	e := &benchEnv{o: o, rdb: rdb, activity: activityID, keyVer: d.CurrentVersion(), ncpu: runtime.NumCPU(),
 		rb: bench.RedisBenchmark{Path: rbPath, Host: redisHost, Port: redisPort, Clients: o.concurrency,
 			Requests: o.requests, KeySpace: bench.MaxKeySpace},
-		url: func(sku int64) string {
-			return fmt.Sprintf("%s/v1/activities/%d/skus/%d/reservations", base, activityID, sku)
-		},
+		gw: gw, gwOff: gwOff,
 		client: bench.NewClient(o.concurrency, 10*time.Second), bearer: bearer, progress: progress, report: rep}
 	defer e.client.CloseIdleConnections()
 
@@ -335,10 +337,47 @@ func (e *benchEnv) runPhases(ctx context.Context) error {
 	if err := e.raw(ctx, "sold-out", benchSKUSoldOut); err != nil {
 		return err
 	}
-	if err := e.http(ctx, "in-stock", benchSKUHTTP); err != nil {
+	if err := e.http(ctx, e.gw, "in-stock", benchSKUHTTP); err != nil {
 		return err
 	}
-	return e.http(ctx, "sold-out", benchSKUSoldOut)
+	if err := e.http(ctx, e.gw, "sold-out", benchSKUSoldOut); err != nil {
+		return err
+	}
+	return e.http(ctx, e.gwOff, "sold-out", benchSKUSoldOut)
+}
+
+// benchGateway is one in-process gateway of the bench.
+type benchGateway struct {
+	base, label string // label names the case's variant ("" or " (no limits)")
+	reg         *prometheus.Registry
+	srv         *http.Server
+}
+
+func startBenchGateway(ctx context.Context, cfg config.Config, conns *app.Conns, tel *app.Telemetry, log *slog.Logger) (*benchGateway, error) {
+	h, err := app.APIHandler(cfg, conns, tel, &failpoint.Set{}, log)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	g := &benchGateway{base: "http://" + ln.Addr().String(), reg: tel.Registry, srv: api.Server(ln.Addr().String(), h)}
+	if cfg.RateLimitIP == 0 && cfg.RateLimitUser == 0 {
+		g.label = " (no limits)"
+	}
+	go pprof.Do(context.WithoutCancel(ctx), pprof.Labels("role", "gateway"), func(context.Context) { _ = g.srv.Serve(ln) }) // #nosec G118 -- the server lives as long as the benchmark, which stops it
+	return g, nil
+}
+
+func (g *benchGateway) url(activity, sku int64) string {
+	return fmt.Sprintf("%s/v1/activities/%d/skus/%d/reservations", g.base, activity, sku)
+}
+
+func (g *benchGateway) stop(ctx context.Context) {
+	sctx, c := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer c()
+	_ = g.srv.Shutdown(sctx)
 }
 
 // raw runs redis-benchmark EVALSHA of reserve.lua against one SKU.
@@ -421,8 +460,8 @@ func collisionAllowance(n int) int64 {
 }
 
 // http drives the in-process gateway's reserve endpoint for one SKU.
-func (e *benchEnv) http(ctx context.Context, stock string, sku int64) error {
-	name := "HTTP " + stock
+func (e *benchEnv) http(ctx context.Context, gw *benchGateway, stock string, sku int64) error {
+	name := "HTTP " + stock + gw.label
 	wantStatus, wantCode := http.StatusAccepted, []byte(`"QUEUED"`)
 	if stock == "sold-out" {
 		wantStatus, wantCode = http.StatusConflict, []byte(`"SOLD_OUT"`)
@@ -433,7 +472,7 @@ func (e *benchEnv) http(ctx context.Context, stock string, sku int64) error {
 		keys[i] = uuid.NewString()
 	}
 	load := func(offset, n int, label string) bench.LoadResult {
-		l := bench.Load{Client: e.client, Method: http.MethodPost, URL: e.url(sku), Requests: n, Concurrency: e.o.concurrency,
+		l := bench.Load{Client: e.client, Method: http.MethodPost, URL: gw.url(e.activity, sku), Requests: n, Concurrency: e.o.concurrency,
 			Header: func(i int, h http.Header) {
 				h["Authorization"] = []string{e.bearer[offset+i]}
 				h["Idempotency-Key"] = []string{keys[offset+i]}
@@ -462,11 +501,11 @@ func (e *benchEnv) http(ctx context.Context, stock string, sku int64) error {
 	if err != nil {
 		return err
 	}
-	memo0 := counterValue(e.reg, "seckill_reserve_sold_out_memo_total", nil)
-	pub0 := counterValue(e.reg, "seckill_reservation_send_total", map[string]string{"source": "gateway", "result": reservation.OutcomePublished})
+	memo0 := counterValue(gw.reg, "seckill_reserve_sold_out_memo_total", nil)
+	pub0 := counterValue(gw.reg, "seckill_reservation_send_total", map[string]string{"source": "gateway", "result": reservation.OutcomePublished})
 	var stopProfile func()
 	if e.o.cpuProfile != "" {
-		stopProfile, err = startProfile(fmt.Sprintf("%s-http-%s.pprof", e.o.cpuProfile, stock))
+		stopProfile, err = startProfile(fmt.Sprintf("%s-http-%s%s.pprof", e.o.cpuProfile, stock, map[bool]string{true: "-no-limits"}[gw.label != ""]))
 		if err != nil {
 			return err
 		}
@@ -487,7 +526,7 @@ func (e *benchEnv) http(ctx context.Context, stock string, sku int64) error {
 	if stock == "in-stock" {
 		drainStart := time.Now()
 		for deadline := drainStart.Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			sent := counterValue(e.reg, "seckill_reservation_send_total", map[string]string{"source": "gateway", "result": reservation.OutcomePublished}) - pub0
+			sent := counterValue(gw.reg, "seckill_reservation_send_total", map[string]string{"source": "gateway", "result": reservation.OutcomePublished}) - pub0
 			if int(sent) >= lr.Expected {
 				break
 			}
@@ -506,8 +545,8 @@ func (e *benchEnv) http(ctx context.Context, stock string, sku int64) error {
 	if err != nil {
 		return err
 	}
-	memo := counterValue(e.reg, "seckill_reserve_sold_out_memo_total", nil) - memo0
-	pub := counterValue(e.reg, "seckill_reservation_send_total", map[string]string{"source": "gateway", "result": reservation.OutcomePublished}) - pub0
+	memo := counterValue(gw.reg, "seckill_reserve_sold_out_memo_total", nil) - memo0
+	pub := counterValue(gw.reg, "seckill_reservation_send_total", map[string]string{"source": "gateway", "result": reservation.OutcomePublished}) - pub0
 	pending, err := e.rdb.ZCard(ctx, lua.Keys{ActivityID: e.activity, SKUID: sku}.SendDue()).Result()
 	if err != nil {
 		return err
@@ -567,6 +606,10 @@ func (e *benchEnv) ratios() {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: off-path work used %.0f%% of the machine during the case; its figures are understated",
 				c.Name, c.OtherWorkPct))
 		}
+	}
+	if off := r.Case("HTTP sold-out (no limits)"); hs != nil && off != nil && off.RPS > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("the rate limits' cost on the cheapest path: HTTP sold-out with limits / without = %.2f (requests/s), p50 %.3f vs %.3f ms",
+			hs.RPS/off.RPS, hs.P50MS, off.P50MS))
 	}
 	if rs != nil && hs != nil {
 		r.Ratios = append(r.Ratios, bench.NewRatio("HTTP sold-out / raw EVALSHA sold-out (requests/s)",
