@@ -330,7 +330,8 @@ func skuResult(t *testing.T, m map[string]any, i int) map[string]any {
 func wantSKU(t *testing.T, got map[string]any, sku int64, created bool, initial, available int64, redisInit bool, redisAvail int64) {
 	t.Helper()
 	want := map[string]any{"sku_id": float64(sku), "created": created, "initial_stock": float64(initial),
-		"available_stock": float64(available), "redis_initialised": redisInit, "redis_available": float64(redisAvail)}
+		"available_stock": float64(available), "price_cents": float64(500), "redis_initialised": redisInit,
+		"redis_available": float64(redisAvail)}
 	if !maps.Equal(got, want) {
 		t.Fatalf("sku result %v, want %v", got, want)
 	}
@@ -426,9 +427,11 @@ func TestIntegrationReserveAndStatus(t *testing.T) {
 		s.sameState(before, a, 7, "GET of another user's reservation")
 	})
 
-	t.Run("set-up again keeps stock", func(t *testing.T) {
+	t.Run("set-up again keeps stock and price", func(t *testing.T) {
 		before := s.state(a, 7)
-		st, m := s.setup(def)
+		again := maps.Clone(def)
+		again["skus"] = []any{map[string]any{"sku_id": 7, "stock": 50, "price_cents": 900}, map[string]any{"sku_id": 8, "stock": 30, "price_cents": 900}}
+		st, m := s.setup(again)
 		if st != http.StatusOK {
 			t.Fatalf("second set-up = %d %v", st, m)
 		}

@@ -3,9 +3,11 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,6 +126,83 @@ func TestRateLimits(t *testing.T) {
 	}
 }
 
+// Status reads have a per-user limit of their own (clients poll them), and
+// cancel counts with the business flows: spending one budget leaves the
+// other untouched.
+func TestReadsAndCancelAreLimited(t *testing.T) {
+	a := newAuth(t)
+	res := &fakeReserver{res: reservation.Result{Code: reservation.Queued, ReservationID: uuid.New()}}
+	h := api.NewRouter(api.Deps{Auth: a, Reserver: res, Status: &fakeStatus{err: reservation.ErrNotFound},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Limits: api.Limits{PerUser: 2, ReadPerUser: 3, Window: time.Minute}})
+	tok := "Bearer " + mint(t, a, 7, time.Hour)
+	read := func() int {
+		return serve(h, http.MethodGet, reservePath+"/"+uuid.NewString(), hdr("Authorization", tok), "").Code
+	}
+	for i := range 3 {
+		if code := read(); code != http.StatusNotFound {
+			t.Fatalf("read %d = %d, want 404 (no such reservation)", i+1, code)
+		}
+	}
+	if code := read(); code != http.StatusTooManyRequests {
+		t.Fatalf("read 4 = %d, want 429", code)
+	}
+	for i := range 2 {
+		if code := serve(h, http.MethodPost, reservePath, hdr("Authorization", tok, "Idempotency-Key", uuid.NewString()), "").Code; code != http.StatusAccepted {
+			t.Fatalf("reserve %d after the reads = %d, want 202 (its own budget)", i+1, code)
+		}
+	}
+	if code := serve(h, http.MethodPost, "/v1/orders/"+uuid.NewString()+"/cancel", hdr("Authorization", tok), "").Code; code != http.StatusTooManyRequests {
+		t.Fatalf("cancel after the flows' budget is spent = %d, want 429", code)
+	}
+}
+
+// Behind a trusted proxy, clients are counted by the address the proxy
+// names in X-Forwarded-For; anyone else's X-Forwarded-For is ignored (a bot
+// cannot pick its own address), and so are entries left of the last
+// untrusted hop.
+func TestRateLimitsBehindTrustedProxies(t *testing.T) {
+	a := newAuth(t)
+	res := &fakeReserver{res: reservation.Result{Code: reservation.Queued, ReservationID: uuid.New()}}
+	h := api.NewRouter(api.Deps{Auth: a, Reserver: res, Status: &fakeStatus{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Limits: api.Limits{PerIP: 2, Window: time.Minute, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}})
+	user := int64(100)
+	send := func(peer, xff string) int {
+		user++ // a new user each time: only the address limit counts
+		req := httptest.NewRequest(http.MethodPost, reservePath, nil)
+		req.Header.Set("Authorization", "Bearer "+mint(t, a, user, time.Hour))
+		req.Header.Set("Idempotency-Key", uuid.NewString())
+		if xff != "" {
+			req.Header.Set("X-Forwarded-For", xff)
+		}
+		req.RemoteAddr = peer + ":40000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	// Two clients through the same proxy each get their own budget.
+	for i := range 2 {
+		if code := send("10.1.1.1", "203.0.113.5"); code != http.StatusAccepted {
+			t.Fatalf("client A via the proxy, request %d = %d", i+1, code)
+		}
+	}
+	if code := send("10.1.1.1", "203.0.113.5"); code != http.StatusTooManyRequests {
+		t.Fatalf("client A's third request = %d, want 429", code)
+	}
+	if code := send("10.2.2.2", "198.51.100.9, 10.1.1.1"); code != http.StatusAccepted {
+		t.Fatalf("client B via two proxies = %d, want 202", code)
+	}
+	// Client A cannot escape by writing its own X-Forwarded-For entries.
+	if code := send("10.1.1.1", "192.0.2.77, 203.0.113.5"); code != http.StatusTooManyRequests {
+		t.Fatalf("client A with a forged left entry = %d, want 429", code)
+	}
+	// An untrusted peer's X-Forwarded-For is ignored: it is counted itself.
+	send("198.51.100.50", "192.0.2.1")
+	send("198.51.100.50", "192.0.2.2")
+	if code := send("198.51.100.50", "192.0.2.3"); code != http.StatusTooManyRequests {
+		t.Fatalf("untrusted peer rotating X-Forwarded-For = %d, want 429", code)
+	}
+}
+
 // blockingReserver waits until its request's deadline, then fails as a
 // backend that timed out would.
 type blockingReserver struct{}
@@ -162,6 +241,17 @@ func TestAdminActionsAreLogged(t *testing.T) {
 	}
 	if strings.Contains(out, testAdminToken) || strings.Contains(out, "wrong-token") {
 		t.Fatalf("a credential was logged:\n%s", out)
+	}
+	// A valid definition names the sale and SKUs it touches, and is logged
+	// even when its handler panics (this router has no PostgreSQL: 500).
+	buf.Reset()
+	rec := serve(h, http.MethodPost, "/v1/admin/activities", hdr("Authorization", "Bearer "+testAdminToken, "Content-Type", "application/json"),
+		`{"activity_id":77,"name":"n","starts_at":"2030-01-01T00:00:00Z","ends_at":"2030-01-01T01:00:00Z",`+
+			`"payment_timeout_seconds":60,"order_deadline_seconds":60,"skus":[{"sku_id":5},{"sku_id":6}]}`)
+	out = buf.String()
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(out, `"msg":"admin.action"`) || !strings.Contains(out, `"status":500`) ||
+		!strings.Contains(out, `"panicked":true`) || !strings.Contains(out, `"activity_id":77`) || !strings.Contains(out, `"sku_ids":[5,6]`) {
+		t.Fatalf("answer %d; admin action of a panicking set-up not logged with what it touched:\n%s", rec.Code, out)
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/httprate"
@@ -17,21 +19,33 @@ import (
 // the gateway's memory (sliding window): with several gateways each applies
 // its own, so a client behind a load balancer gets up to N times the rate.
 type Limits struct {
-	// PerUser: requests per Window by one authenticated user.
+	// PerUser: requests per Window by one authenticated user to the business
+	// flows (reserve, start payment, cancel).
 	PerUser int
 	// PerIP: requests per Window from one client address (IPv6 by /64), before
-	// authentication.
-	PerIP  int
-	Window time.Duration
+	// authentication; counted apart for the flows and for the reads.
+	PerIP int
+	// ReadPerUser: requests per Window by one user to the reads (reservation
+	// and order status, which clients poll).
+	ReadPerUser int
+	Window      time.Duration
+	// TrustedProxies are the addresses of the proxies in front of the
+	// gateway: a request from one of them is counted by the client address
+	// it names in X-Forwarded-For (the right-most one that is not itself a
+	// trusted proxy). From anyone else, X-Forwarded-For is ignored.
+	TrustedProxies []netip.Prefix
 }
 
+// limiters are the middlewares of the two groups of endpoints, each with
+// counters of its own.
 type limiters struct {
-	ip, user func(http.Handler) http.Handler
+	ip, user         func(http.Handler) http.Handler // business flows
+	readIP, readUser func(http.Handler) http.Handler // status reads
 }
 
 func newLimiters(l Limits, log *slog.Logger) limiters {
 	pass := func(next http.Handler) http.Handler { return next }
-	out := limiters{ip: pass, user: pass}
+	var out limiters
 	if l.Window <= 0 {
 		l.Window = time.Second
 	}
@@ -46,19 +60,64 @@ func newLimiters(l Limits, log *slog.Logger) limiters {
 				Message: fmt.Sprintf("too many requests from this %s; retry after the Retry-After seconds (with the same Idempotency-Key)", by)})
 		})
 	}
-	if l.PerIP > 0 {
-		out.ip = httprate.LimitBy(l.PerIP, l.Window, func(r *http.Request) (string, error) {
-			host, _, err := net.SplitHostPort(r.RemoteAddr)
-			if err != nil {
-				host = r.RemoteAddr
-			}
-			return "ip:" + httprate.CanonicalizeIP(host), nil
-		}, refuse("client address"))
+	byIP := func(n int, what string) func(http.Handler) http.Handler {
+		if n <= 0 {
+			return pass
+		}
+		return httprate.LimitBy(n, l.Window, func(r *http.Request) (string, error) {
+			return "ip:" + httprate.CanonicalizeIP(clientAddr(r, l.TrustedProxies)), nil
+		}, refuse(what))
 	}
-	if l.PerUser > 0 {
-		out.user = httprate.LimitBy(l.PerUser, l.Window, func(r *http.Request) (string, error) {
+	byUser := func(n int) func(http.Handler) http.Handler {
+		if n <= 0 {
+			return pass
+		}
+		return httprate.LimitBy(n, l.Window, func(r *http.Request) (string, error) {
 			return "user:" + strconv.FormatInt(userOf(r), 10), nil
 		}, refuse("user"))
 	}
+	out.ip, out.user = byIP(l.PerIP, "client address"), byUser(l.PerUser)
+	out.readIP, out.readUser = byIP(l.PerIP, "client address"), byUser(l.ReadPerUser)
 	return out
+}
+
+// clientAddr is the address a request is counted by: the peer's, or, when
+// the peer is a trusted proxy, the right-most X-Forwarded-For entry that is
+// not a trusted proxy (entries left of it are the client's to write).
+func clientAddr(r *http.Request, trusted []netip.Prefix) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if !isTrusted(host, trusted) {
+		return host
+	}
+	var hops []string
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop := strings.TrimSpace(hops[i])
+		if _, err := netip.ParseAddr(hop); err != nil {
+			return host // garbage from the client's side: count the proxy
+		}
+		if !isTrusted(hop, trusted) {
+			return hop
+		}
+	}
+	return host
+}
+
+func isTrusted(addr string, trusted []netip.Prefix) bool {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }

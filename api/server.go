@@ -84,18 +84,19 @@ func NewRouter(d Deps) http.Handler {
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write(OpenAPI)
 		})
+		// Limited per client address before authentication, per user after
+		// it: the reads clients poll, and (tighter) the business flows bots go
+		// for (OWASP API4, API6).
 		r.Group(func(r chi.Router) {
-			r.Use(h.requireUser)
+			r.Use(lim.readIP, h.requireUser, lim.readUser)
 			r.Get("/activities/{activity_id}/skus/{sku_id}/reservations/{reservation_id}", h.getReservation)
 			r.Get("/orders/{order_id}", h.getOrder)
-			r.Post("/orders/{order_id}/cancel", h.cancelOrder)
 		})
-		// The business flows bots go for (OWASP API6): limited per client IP
-		// before authentication, per user after it.
 		r.Group(func(r chi.Router) {
 			r.Use(lim.ip, h.requireUser, lim.user)
 			r.Post("/activities/{activity_id}/skus/{sku_id}/reservations", h.reserve)
 			r.Post("/orders/{order_id}/payments", h.startPayment)
+			r.Post("/orders/{order_id}/cancel", h.cancelOrder)
 		})
 		// Authenticated by the provider's signature, not a bearer token.
 		r.Post("/payments/callback", h.paymentCallback)
@@ -211,11 +212,35 @@ func (h *handlers) requireAdmin(next http.Handler) http.Handler {
 		}
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		start := time.Now()
-		next.ServeHTTP(ww, r)
-		h.d.Log.Info("admin.action", "who", h.d.Auth.AdminName(), "method", r.Method, "path", r.URL.Path,
-			"remote", r.RemoteAddr, "request", middleware.GetReqID(r.Context()), "status", ww.Status(),
-			"duration_ms", time.Since(start).Milliseconds())
+		what := &auditRecord{}
+		// Logged even when the handler panics (the recoverer outside answers 500).
+		defer func() {
+			status := ww.Status()
+			p := recover()
+			if p != nil {
+				status = http.StatusInternalServerError
+			}
+			h.d.Log.Info("admin.action", append([]any{"who", h.d.Auth.AdminName(), "method", r.Method, "path", r.URL.Path,
+				"remote", r.RemoteAddr, "request", middleware.GetReqID(r.Context()), "status", status,
+				"duration_ms", time.Since(start).Milliseconds(), "panicked", p != nil}, what.attrs...)...)
+			if p != nil {
+				panic(p)
+			}
+		}()
+		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), auditKey{}, what)))
 	})
+}
+
+type auditKey struct{}
+
+// auditRecord is what an admin handler adds to its admin.action line.
+type auditRecord struct{ attrs []any }
+
+// audit adds key/value pairs to the request's admin.action line.
+func audit(r *http.Request, kv ...any) {
+	if a, ok := r.Context().Value(auditKey{}).(*auditRecord); ok {
+		a.attrs = append(a.attrs, kv...)
+	}
 }
 
 func userOf(r *http.Request) int64 { return r.Context().Value(ctxKey{}).(int64) }
@@ -341,7 +366,21 @@ func (h *handlers) setupSale(w http.ResponseWriter, r *http.Request) {
 		bodyError(w, err)
 		return
 	}
+	skus := make([]int64, len(a.SKUs))
+	for i, k := range a.SKUs {
+		skus[i] = k.SKUID
+	}
+	audit(r, "activity_id", a.ActivityID, "sku_ids", skus, "starts_at", a.StartsAt, "ends_at", a.EndsAt)
 	res, err := sale.Setup(r.Context(), h.d.Pool, h.d.Redis, a)
+	if err == nil {
+		created := 0
+		for _, k := range res {
+			if k.Created {
+				created++
+			}
+		}
+		audit(r, "skus_created", created)
+	}
 	var fe *sale.FieldError
 	switch {
 	case errors.As(err, &fe):

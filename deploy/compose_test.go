@@ -62,9 +62,19 @@ func TestComposeHasEveryServiceTheCodeNeeds(t *testing.T) {
 	if ui := f.Services["temporal-ui"]; !slices.ContainsFunc(ui.Ports, func(p string) bool { return strings.Contains(p, ":8233:") }) {
 		t.Errorf("temporal-ui does not publish the Web UI on 8233: %v", ui.Ports)
 	}
-	for _, name := range []string{"seckill-migrate", "seckill-api", "seckill-worker"} {
+	for _, name := range []string{"seckill-migrate", "seckill-api", "seckill-worker", "paysim"} {
 		if _, ok := f.Services[name]; !ok {
 			t.Errorf("project service %s missing", name)
+		}
+	}
+	// No password of the file's own: the database's comes from the operator.
+	for _, name := range []string{"postgresql", "temporal"} {
+		for k, v := range f.Services[name].Environment {
+			if strings.Contains(k, "PASSWORD") || strings.Contains(k, "PWD") {
+				if !strings.HasPrefix(v, "${SECKILL_PG_PASSWORD:?") {
+					t.Errorf("service %s: %s=%q, want it required from SECKILL_PG_PASSWORD", name, k, v)
+				}
+			}
 		}
 	}
 	// Every depends_on names a service of the file.
@@ -86,8 +96,9 @@ func TestComposeConfiguresOnlyRealVariables(t *testing.T) {
 			known[tag] = true
 		}
 	}
-	required := []string{"SECKILL_PG_DSN", "SECKILL_REDIS_ADDR", "SECKILL_ROCKETMQ_NAMESRV", "SECKILL_TEMPORAL_ADDR"}
-	for _, name := range []string{"seckill-migrate", "seckill-api", "seckill-worker"} {
+	required := []string{"SECKILL_PG_DSN", "SECKILL_REDIS_ADDR", "SECKILL_ROCKETMQ_NAMESRV", "SECKILL_TEMPORAL_ADDR",
+		"SECKILL_PAYSIM_URL", "SECKILL_CALLBACK_URL"}
+	for _, name := range []string{"seckill-migrate", "seckill-api", "seckill-worker", "paysim"} {
 		env := f.Services[name].Environment
 		for k := range env {
 			if !known[k] {

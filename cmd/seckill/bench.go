@@ -250,7 +250,7 @@ func runBenchReserve(ctx context.Context, o benchReserveOpts, stdout, stderr io.
 		cfg.RateLimitIP = 1 << 30
 	}
 	unlimited := cfg
-	unlimited.RateLimitIP, unlimited.RateLimitUser = 0, 0
+	unlimited.RateLimitIP, unlimited.RateLimitUser, unlimited.RateLimitRead = 0, 0, 0
 	tel := app.NewTelemetry()
 	gw, err := startBenchGateway(ctx, cfg, conns, tel, gwLog)
 	if err != nil {

@@ -188,9 +188,14 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 		return nil, err
 	}
 	conns.closers = append(conns.closers, res.Close) // flush the gateway's queued sends
+	proxies, err := cfg.TrustedProxyPrefixes()
+	if err != nil {
+		return nil, err
+	}
 	deps := api.Deps{Auth: authn, Reserver: res, Status: reservation.NewStatusReader(conns.Redis, conns.Pool),
 		Pool: conns.Pool, Redis: conns.Redis, Log: log, HandlerTimeout: cfg.HandlerTimeout,
-		Limits: api.Limits{PerUser: cfg.RateLimitUser, PerIP: cfg.RateLimitIP, Window: cfg.RateLimitWindow}}
+		Limits: api.Limits{PerUser: cfg.RateLimitUser, PerIP: cfg.RateLimitIP, ReadPerUser: cfg.RateLimitRead,
+			Window: cfg.RateLimitWindow, TrustedProxies: proxies}}
 	if conns.Temporal != nil {
 		co, err := checkout.NewService(conns.Pool, conns.Provider, conns.Temporal, cfg.TemporalTaskQueue,
 			payments.PaysimVerifier(cfg.PaysimSecretBytes(), cfg.CallbackTolerance), cfg.CallbackURL, log, tel.Saga)

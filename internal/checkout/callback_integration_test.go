@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
@@ -66,9 +67,27 @@ type noProvider struct{ payments.Provider }
 
 func (noProvider) Name() string { return payments.ProviderName }
 
-// Get: this provider confirms nothing (callbacks must be bound by intent).
+// Get: this provider confirms nothing.
 func (noProvider) Get(context.Context, string) (payments.ProviderPayment, error) {
 	return payments.ProviderPayment{}, payments.ErrNoPayment
+}
+
+// intentProvider is a provider at which every transaction StartPayment
+// created (a payment_intent row) has been paid: it confirms those, with
+// their order and amount, and nothing else.
+type intentProvider struct {
+	noProvider
+	pool *pgxpool.Pool
+}
+
+func (p intentProvider) Get(ctx context.Context, txn string) (payments.ProviderPayment, error) {
+	v := payments.ProviderPayment{TransactionID: txn, Status: "PAID"}
+	err := p.pool.QueryRow(ctx, `SELECT order_id, amount_cents FROM payment_intent WHERE provider_transaction_id = $1`, txn).
+		Scan(&v.OrderID, &v.AmountCents)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return payments.ProviderPayment{}, payments.ErrNoPayment
+	}
+	return v, err
 }
 
 type rig struct {
@@ -93,7 +112,7 @@ func newRig(t *testing.T) *rig {
 	mustExec(t, pool, `INSERT INTO payment_intent (order_id, provider, provider_transaction_id, amount_cents, status)
 		VALUES ($1, $2, $3, 4999, 'OPEN')`, orderID, payments.ProviderName, "txn_"+orderID.String()[:8])
 	tc := &signals{}
-	svc, err := checkout.NewService(pool, noProvider{}, tc, "q", payments.PaysimVerifier(secret, 5*time.Minute),
+	svc, err := checkout.NewService(pool, intentProvider{pool: pool}, tc, "q", payments.PaysimVerifier(secret, 5*time.Minute),
 		"http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -211,10 +230,22 @@ func TestCallbackRecordsOnceAndDuplicatesChangeNothing(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != "WEBHOOK_ID_REUSED" {
 		t.Fatalf("reused id with new body = %v", err)
 	}
-	// Wrong amount for a known order: refused, nothing recorded.
+	// An amount the provider does not hold for the transaction: refused as
+	// unconfirmed, nothing recorded.
+	before := r.state(t)
 	wrong := body(t, r.orderID, 1)
-	if err := r.svc.HandleCallback(ctx, headers("msg_5", now, paysim.Sign(secret, "msg_5", now, wrong)), wrong); !errors.As(err, &ce) || ce.Code != "PAYMENT_MISMATCH" {
-		t.Fatalf("wrong amount = %v", err)
+	if err := r.svc.HandleCallback(ctx, headers("msg_5", now, paysim.Sign(secret, "msg_5", now, wrong)), wrong); !errors.As(err, &ce) || ce.Code != "PAYMENT_UNCONFIRMED" {
+		t.Fatalf("amount the provider does not hold = %v", err)
+	}
+	// The provider confirms the amount, but it is not the order's: refused
+	// as a mismatch, nothing recorded.
+	mustExec(t, r.pool, `UPDATE payment_intent SET amount_cents = 1 WHERE order_id = $1`, r.orderID)
+	if err := r.svc.HandleCallback(ctx, headers("msg_6", now, paysim.Sign(secret, "msg_6", now, wrong)), wrong); !errors.As(err, &ce) || ce.Code != "PAYMENT_MISMATCH" {
+		t.Fatalf("confirmed amount that is not the order's = %v", err)
+	}
+	mustExec(t, r.pool, `UPDATE payment_intent SET amount_cents = 4999 WHERE order_id = $1`, r.orderID)
+	if after := r.state(t); after != before {
+		t.Fatalf("refused callbacks changed state:\n%s\n->\n%s", before, after)
 	}
 }
 
@@ -550,5 +581,46 @@ func TestCallbackIsBoundToItsPayment(t *testing.T) {
 	}
 	if _, _, err := store.BeginRefund(ctx, payments.PaymentID(payments.ProviderName, "txn_"+r.orderID.String()[:8])); err == nil {
 		t.Fatal("the payment that paid the order was refundable")
+	}
+}
+
+// Even the transaction StartPayment created for the order pays it only when
+// the provider says it is paid: a signed callback for it while the provider
+// holds it PENDING (the webhook secret leaked, the buyer never paid) is
+// refused and changes nothing, and so is one the provider holds REFUNDED
+// while the order is still open.
+func TestCallbackForTheOrdersOwnTransactionNeedsTheProvider(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	txn := "txn_" + r.orderID.String()[:8]
+	for i, status := range []string{"PENDING", "CLOSED", "REFUNDED"} {
+		svc, err := checkout.NewService(r.pool, confirmingProvider{paid: map[string]payments.ProviderPayment{
+			txn: {TransactionID: txn, OrderID: r.orderID, AmountCents: 4999, Status: status}}}, r.tc, "q",
+			payments.PaysimVerifier(secret, 5*time.Minute), "http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := r.state(t)
+		b := body(t, r.orderID, 4999)
+		id := fmt.Sprintf("msg_own_%d", i)
+		now := time.Now()
+		err = svc.HandleCallback(ctx, headers(id, now, paysim.Sign(secret, id, now, b)), b)
+		var ce *checkout.CallbackError
+		if !errors.As(err, &ce) || ce.Code != "PAYMENT_UNCONFIRMED" {
+			t.Fatalf("provider says %s: callback = %v, want 409 PAYMENT_UNCONFIRMED", status, err)
+		}
+		if after := r.state(t); after != before {
+			t.Fatalf("provider says %s: the refused callback changed state:\n%s\n->\n%s", status, before, after)
+		}
+	}
+	// Paid at the provider: accepted.
+	b := body(t, r.orderID, 4999)
+	now := time.Now()
+	if err := r.svc.HandleCallback(ctx, headers("msg_paid", now, paysim.Sign(secret, "msg_paid", now, b)), b); err != nil {
+		t.Fatalf("paid at the provider: %v", err)
+	}
+	var status string
+	if err := r.pool.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1`, r.orderID).Scan(&status); err != nil || status != "PAID" {
+		t.Fatalf("order %s (%v), want PAID", status, err)
 	}
 }

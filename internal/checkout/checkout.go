@@ -277,21 +277,14 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 
 var errWebhookReused = errors.New("webhook id seen before with another body")
 
-// confirm binds a callback to a payment this system knows: the transaction
-// StartPayment created for the order, or one the provider itself confirms
-// (asked by transaction id: its order, amount and a paid status must match).
-// A signed callback alone is not enough: whoever holds the webhook secret
-// could otherwise pay an order by saying so. An unreachable provider is a
+// confirm asks the provider about the callback's transaction (by id): it
+// must be the provider's for this order, of this amount, and paid. A signed
+// callback alone is never enough: whoever holds the webhook secret could
+// otherwise pay an order by saying so. A transaction the provider has since
+// refunded is still a payment to record (its refund is accounted for), but
+// it cannot pay an order that is still open. An unreachable provider is a
 // retry (the provider sends the callback again).
 func (s *Service) confirm(ctx context.Context, cb CallbackBody) error {
-	var intent *string
-	err := s.pool.QueryRow(ctx, `SELECT provider_transaction_id FROM payment_intent WHERE order_id = $1`, cb.MerchantOrderID).Scan(&intent)
-	switch {
-	case err == nil && intent != nil && *intent == cb.TransactionID:
-		return nil
-	case err != nil && !errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("read payment intent of %s: %w", cb.MerchantOrderID, err)
-	}
 	p, err := s.provider.Get(ctx, cb.TransactionID)
 	unconfirmed := func(why string) error {
 		s.log.Error("payment.callback_unconfirmed", "transaction_id", cb.TransactionID, "order_id", cb.MerchantOrderID, "why", why)
@@ -306,7 +299,16 @@ func (s *Service) confirm(ctx context.Context, cb CallbackBody) error {
 		return unconfirmed("the transaction belongs to another order at the provider")
 	case p.AmountCents != cb.AmountCents:
 		return unconfirmed("the provider holds another amount for the transaction")
-	case p.Status != "PAID" && p.Status != "REFUNDED":
+	case p.Status == "REFUNDED":
+		var status string
+		err := s.pool.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1`, cb.MerchantOrderID).Scan(&status)
+		switch {
+		case err != nil && !errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("read order %s: %w", cb.MerchantOrderID, err)
+		case status == "CREATED" || status == "PAYING":
+			return unconfirmed("the provider says the transaction was refunded: it cannot pay an open order")
+		}
+	case p.Status != "PAID":
 		return unconfirmed("the provider says the transaction is " + p.Status)
 	}
 	return nil

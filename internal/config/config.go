@@ -4,9 +4,11 @@
 package config
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"strings"
 	"time"
@@ -50,12 +52,20 @@ type Config struct {
 	MetricsAddr string `env:"SECKILL_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
 	// HandlerTimeout is the deadline of every HTTP request's handling.
 	HandlerTimeout time.Duration `env:"SECKILL_HANDLER_TIMEOUT" envDefault:"10s"`
-	// RateLimitUser and RateLimitIP bound the reservation and payment
-	// endpoints: requests per RateLimitWindow by one user, and from one client
-	// address (before authentication). 0 switches a limit off.
+	// RateLimitUser and RateLimitIP bound the business flows (reserve, start
+	// payment, cancel): requests per RateLimitWindow by one user, and from one
+	// client address (before authentication). RateLimitRead bounds one user's
+	// status reads (reservation, order), with the address limit counted apart.
+	// 0 switches a limit off.
 	RateLimitUser   int           `env:"SECKILL_RATE_LIMIT_USER" envDefault:"10"`
 	RateLimitIP     int           `env:"SECKILL_RATE_LIMIT_IP" envDefault:"200"`
+	RateLimitRead   int           `env:"SECKILL_RATE_LIMIT_READ" envDefault:"50"`
 	RateLimitWindow time.Duration `env:"SECKILL_RATE_LIMIT_WINDOW" envDefault:"1s"`
+	// TrustedProxies are the CIDRs of the proxies in front of the gateway
+	// (comma-separated, e.g. 10.0.0.0/8): a request from one is counted by the
+	// client address in its X-Forwarded-For. Empty: the peer's address counts
+	// (behind a proxy, every client would share the proxy's limit).
+	TrustedProxies []string `env:"SECKILL_TRUSTED_PROXIES" envSeparator:","`
 
 	// IDSecrets are the HMAC keys for stable business IDs, as "version:hexkey"
 	// pairs; IDKeyVersion selects the one used for new reservations. Old
@@ -233,8 +243,12 @@ func (c Config) Validate() error {
 	if len(c.RocketMQNameServers) == 0 || strings.TrimSpace(c.RocketMQNameServers[0]) == "" {
 		return &FieldError{Var: "SECKILL_ROCKETMQ_NAMESRV", Reason: "must name at least one host:port"}
 	}
-	if c.RateLimitUser < 0 || c.RateLimitIP < 0 {
-		return &FieldError{Var: "SECKILL_RATE_LIMIT_USER/SECKILL_RATE_LIMIT_IP", Value: fmt.Sprint(c.RateLimitUser, c.RateLimitIP), Reason: "must be 0 (off) or positive"}
+	if _, err := c.TrustedProxyPrefixes(); err != nil {
+		return &FieldError{Var: "SECKILL_TRUSTED_PROXIES", Value: strings.Join(c.TrustedProxies, ","), Reason: err.Error()}
+	}
+	if c.RateLimitUser < 0 || c.RateLimitIP < 0 || c.RateLimitRead < 0 {
+		return &FieldError{Var: "SECKILL_RATE_LIMIT_USER/SECKILL_RATE_LIMIT_IP/SECKILL_RATE_LIMIT_READ",
+			Value: fmt.Sprint(c.RateLimitUser, c.RateLimitIP, c.RateLimitRead), Reason: "must be 0 (off) or positive"}
 	}
 	if c.Env != EnvProduction && c.Env != EnvDevelopment {
 		return &FieldError{Var: "SECKILL_ENV", Value: c.Env, Reason: "must be production or development"}
@@ -271,6 +285,42 @@ const (
 	EnvDevelopment = "development"
 )
 
+// TrustedProxyPrefixes parses SECKILL_TRUSTED_PROXIES (a bare address is a
+// single-address prefix).
+func (c Config) TrustedProxyPrefixes() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range c.TrustedProxies {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(v); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither a CIDR nor an address", v)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
+}
+
+// sameSecret reports whether a configured secret is the development one in
+// effect: a hex key is compared as the bytes it decodes to (any case), with
+// trailing zero bytes dropped (HMAC pads a short key with zeros, so "<dev>00"
+// signs exactly as the development key does).
+func sameSecret(got, dev string) bool {
+	got = strings.TrimSpace(got)
+	g, err1 := hex.DecodeString(got)
+	d, err2 := hex.DecodeString(dev)
+	if err1 == nil && err2 == nil {
+		return bytes.Equal(bytes.TrimRight(g, "\x00"), bytes.TrimRight(d, "\x00"))
+	}
+	return got == dev
+}
+
 // refuseDevSecrets fails on the first secret (a field tagged secret:"dev")
 // that still holds its public development default. For a list of
 // "version:key" pairs, a default key under any version counts.
@@ -285,13 +335,13 @@ func (c Config) refuseDevSecrets() error {
 		dev := false
 		switch x := v.Field(i).Interface().(type) {
 		case string:
-			dev = strings.TrimSpace(x) == f.Tag.Get("envDefault")
+			dev = sameSecret(x, f.Tag.Get("envDefault"))
 		case []string:
 			for _, pair := range x {
 				for _, d := range strings.Split(f.Tag.Get("envDefault"), ",") {
 					_, key, _ := strings.Cut(strings.TrimSpace(pair), ":")
 					_, devKey, _ := strings.Cut(d, ":")
-					dev = dev || key == devKey
+					dev = dev || sameSecret(key, devKey)
 				}
 			}
 		}

@@ -104,11 +104,47 @@ func TestProductionRefusesDevelopmentSecrets(t *testing.T) {
 		t.Fatal("the development ID key accepted under another version")
 	}
 	t.Setenv("SECKILL_ID_SECRETS", own["SECKILL_ID_SECRETS"])
+	// Spelled otherwise, a development key is still that key: hex in capitals,
+	// or with zero bytes appended (HMAC pads a short key with zeros).
+	const devAuth = "6465762d6f6e6c792d617574682d7365637265742d6368616e67652d6d652d31"
+	const devPaysim = "6465762d6f6e6c792d70617973696d2d7365637265742d6368616e67652d6d65"
+	for name, v := range map[string]string{
+		"SECKILL_AUTH_SECRETS":  "1:" + strings.ToUpper(devAuth),
+		"SECKILL_PAYSIM_SECRET": " " + devPaysim + "0000 ",
+	} {
+		t.Setenv(name, v)
+		_, err := Load()
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Var != name {
+			t.Errorf("%s=%q accepted in production (%v)", name, v, err)
+		}
+		t.Setenv(name, own[name])
+	}
+	t.Setenv("SECKILL_ID_SECRETS", own["SECKILL_ID_SECRETS"])
 	if _, err := Load(); err != nil {
 		t.Fatalf("production with secrets of its own: %v", err)
 	}
 	t.Setenv("SECKILL_ENV", "staging")
 	if _, err := Load(); err == nil || !strings.Contains(err.Error(), "SECKILL_ENV") {
 		t.Fatalf("SECKILL_ENV=staging = %v", err)
+	}
+}
+
+func TestTrustedProxies(t *testing.T) {
+	t.Setenv("SECKILL_ENV", "development")
+	t.Setenv("SECKILL_TRUSTED_PROXIES", "10.0.0.0/8, 192.0.2.7,2001:db8::/32")
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.TrustedProxyPrefixes()
+	if err != nil || len(got) != 3 || got[0].String() != "10.0.0.0/8" || got[1].String() != "192.0.2.7/32" || got[2].String() != "2001:db8::/32" {
+		t.Fatalf("prefixes %v, %v", got, err)
+	}
+	t.Setenv("SECKILL_TRUSTED_PROXIES", "10.0.0.0/8,proxy.internal")
+	_, err = Load()
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Var != "SECKILL_TRUSTED_PROXIES" || !strings.Contains(err.Error(), "proxy.internal") {
+		t.Fatalf("a host name as a proxy = %v", err)
 	}
 }

@@ -157,7 +157,7 @@ func settle(ctx context.Context, conns *app.Conns, opts Options, deadline time.T
 			return ctx.Err()
 		case err := <-werr:
 			return fmt.Errorf("workers stopped: %w", err)
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond): // 20/s, well inside the per-user read limit
 		}
 	}
 }
@@ -279,7 +279,7 @@ func waitStatus(ctx context.Context, c *http.Client, tok, base string, o orderRo
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond): // 20/s, well inside the per-user read limit
 		}
 	}
 }

@@ -101,6 +101,9 @@ type SKUResult struct {
 	Created        bool  `json:"created"`
 	InitialStock   int64 `json:"initial_stock"`
 	AvailableStock int64 `json:"available_stock"`
+	// PriceCents is the stored price: an existing SKU keeps its price, so it
+	// can differ from the definition's.
+	PriceCents int64 `json:"price_cents"`
 	// RedisInitialised is false when Redis counters already existed (live sale).
 	RedisInitialised bool  `json:"redis_initialised"`
 	RedisAvailable   int64 `json:"redis_available"`
@@ -136,14 +139,14 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, a Activit
 				INSERT INTO sku_inventory (activity_id, sku_id, price_cents, initial_stock, available_stock)
 				VALUES ($1, $2, $3, $4, $4)
 				ON CONFLICT (activity_id, sku_id) DO NOTHING
-				RETURNING initial_stock, available_stock`,
-				a.ActivityID, s.SKUID, s.PriceCents, s.Stock).Scan(&r.InitialStock, &r.AvailableStock)
+				RETURNING initial_stock, available_stock, price_cents`,
+				a.ActivityID, s.SKUID, s.PriceCents, s.Stock).Scan(&r.InitialStock, &r.AvailableStock, &r.PriceCents)
 			switch {
 			case err == nil:
 				r.Created = true
 			case errors.Is(err, pgx.ErrNoRows):
-				if err := tx.QueryRow(ctx, `SELECT initial_stock, available_stock FROM sku_inventory
-					WHERE activity_id = $1 AND sku_id = $2`, a.ActivityID, s.SKUID).Scan(&r.InitialStock, &r.AvailableStock); err != nil {
+				if err := tx.QueryRow(ctx, `SELECT initial_stock, available_stock, price_cents FROM sku_inventory
+					WHERE activity_id = $1 AND sku_id = $2`, a.ActivityID, s.SKUID).Scan(&r.InitialStock, &r.AvailableStock, &r.PriceCents); err != nil {
 					return fmt.Errorf("read sku %d: %w", s.SKUID, err)
 				}
 			default:
