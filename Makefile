@@ -45,7 +45,7 @@ test: up lint
 
 ## contract: the API contract test alone, longer (Schemathesis, EXAMPLES per operation; make test runs 100)
 contract: up
-	SECKILL_CONTRACT_EXAMPLES=$${EXAMPLES:-1000} $(GO) test -count=1 -v -run '^TestAPIContract$$' -timeout 60m ./e2e
+	SECKILL_CONTRACT_EXAMPLES=$${EXAMPLES:-1000} SECKILL_CONTRACT_SEED=$${SEED:-random} $(GO) test -count=1 -v -run '^TestAPIContract$$' -timeout 60m ./e2e
 
 ## fuzz: the native fuzz targets (request decoding, path ids, tokens, webhook signatures), FUZZ_TIME each
 FUZZ_TIME ?= 60s

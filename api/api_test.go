@@ -565,6 +565,8 @@ func TestAdminSetupRejections(t *testing.T) {
 		{"name with a NUL", with(func(a map[string]any) { a["name"] = "flash\u0000sale" }), "name"},
 		{"name with a newline", with(func(a map[string]any) { a["name"] = "flash\nsale" }), "name"},
 		{"starts_at missing", with(func(a map[string]any) { delete(a, "starts_at") }), "starts_at"},
+		{"starts_at year 1", with(func(a map[string]any) { a["starts_at"] = "0001-01-01T00:00:00Z" }), "starts_at"},
+		{"starts_at before 1970", with(func(a map[string]any) { a["starts_at"] = "1969-12-31T23:59:59Z" }), "starts_at"},
 		{"ends_at missing", with(func(a map[string]any) { delete(a, "ends_at") }), "ends_at"},
 		{"ends_at before starts_at", with(func(a map[string]any) { a["ends_at"] = "2026-03-01T09:00:00Z" }), "ends_at"},
 		{"ends_at equals starts_at", with(func(a map[string]any) { a["ends_at"] = a["starts_at"] }), "ends_at"},

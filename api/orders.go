@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -22,6 +23,10 @@ type Checkout interface {
 
 // maxCallbackBody bounds a provider callback.
 const maxCallbackBody = 64 << 10
+
+// maxCancelBody holds a reason of 500 characters even when each is written
+// as a JSON surrogate-pair escape (12 bytes).
+const maxCancelBody = 8 << 10
 
 func (h *handlers) checkout(w http.ResponseWriter) (Checkout, bool) {
 	if h.d.Checkout == nil {
@@ -104,11 +109,11 @@ func (h *handlers) cancelOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body cancelBody
-	if err := decodeOptional(w, r, maxReserveBody, &body); err != nil {
+	if err := decodeOptional(w, r, maxCancelBody, &body); err != nil {
 		bodyError(w, err)
 		return
 	}
-	if len(body.Reason) > 500 {
+	if utf8.RuneCountInString(body.Reason) > 500 {
 		invalid(w, "reason", "at most 500 characters")
 		return
 	}

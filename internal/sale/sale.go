@@ -24,6 +24,11 @@ const (
 	MaxStock = 10_000_000
 )
 
+// Epoch is the earliest time a sale window may name. A missing time decodes
+// as year 1, before it, and no real sale opens before Unix time 0 (Redis
+// holds the window in Unix milliseconds).
+var Epoch = time.Unix(0, 0).UTC()
+
 // Activity is a sale definition as an admin submits it.
 type Activity struct {
 	ActivityID            int64     `json:"activity_id"`
@@ -59,10 +64,10 @@ func (a Activity) Validate() error {
 		return &FieldError{"name", "must be 1 to 200 characters"}
 	case strings.ContainsFunc(a.Name, isControl):
 		return &FieldError{"name", "must not contain control characters"}
-	case a.StartsAt.IsZero():
-		return &FieldError{"starts_at", "required (RFC 3339 time)"}
-	case a.EndsAt.IsZero():
-		return &FieldError{"ends_at", "required (RFC 3339 time)"}
+	case a.StartsAt.Before(Epoch):
+		return &FieldError{"starts_at", "required: an RFC 3339 time from 1970-01-01T00:00:00Z on"}
+	case a.EndsAt.Before(Epoch):
+		return &FieldError{"ends_at", "required: an RFC 3339 time from 1970-01-01T00:00:00Z on"}
 	case !a.EndsAt.After(a.StartsAt):
 		return &FieldError{"ends_at", "must be after starts_at"}
 	case a.PaymentTimeoutSeconds <= 0 || a.PaymentTimeoutSeconds > 86400:
