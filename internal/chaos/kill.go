@@ -190,15 +190,13 @@ func (c *Cluster) kill(ctx context.Context, comp string, o KillOptions) error {
 			}
 		}
 	}
+	killed := map[string]int{}
 	for _, name := range stackPids[comp] {
-		b, err := os.ReadFile(filepath.Join(o.StackDir, "pids", name+".pid")) // #nosec G304 -- a path the operator or the harness chose (a file it names on the command line, a pid or log file of the stack)
+		pid, err := stackPid(o.StackDir, name)
 		if err != nil {
-			return fmt.Errorf("pid of %s: %w", name, err)
+			return err
 		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil {
-			return fmt.Errorf("pid of %s: %w", name, err)
-		}
+		killed[name] = pid
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			return fmt.Errorf("kill %s (%d): %w", name, pid, err)
 		}
@@ -214,6 +212,15 @@ func (c *Cluster) kill(ctx context.Context, comp string, o KillOptions) error {
 	for attempt := 1; ; attempt++ {
 		out, err := exec.CommandContext(ctx, o.StackScript, "up").CombinedOutput() // #nosec G204 -- the command and its arguments are this program's own (its binary, the stack script, the benchmark tools), not user input
 		if err == nil {
+			// The script must have started each process again: one that
+			// still names the killed pid took the corpse for a live process.
+			for name, old := range killed {
+				if pid, perr := stackPid(o.StackDir, name); perr != nil || pid == old {
+					err = fmt.Errorf("%s was not started again (pid file %d, killed %d, %v)", name, pid, old, perr)
+				}
+			}
+		}
+		if err == nil {
 			return nil
 		}
 		if attempt == 5 || ctx.Err() != nil {
@@ -221,6 +228,19 @@ func (c *Cluster) kill(ctx context.Context, comp string, o KillOptions) error {
 		}
 		_ = waitGone(ctx, 2*time.Second)
 	}
+}
+
+// stackPid reads the pid file scripts/stack.sh keeps for name.
+func stackPid(stackDir, name string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(stackDir, "pids", name+".pid")) // #nosec G304 -- a path the operator or the harness chose (a file it names on the command line, a pid or log file of the stack)
+	if err != nil {
+		return 0, fmt.Errorf("pid of %s: %w", name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("pid of %s: %w", name, err)
+	}
+	return pid, nil
 }
 
 func isZombie(pid int) bool {

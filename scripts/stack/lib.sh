@@ -28,8 +28,13 @@ logfile() { echo "$STACK_DIR/logs/$1.log"; }
 
 # running NAME: true when the pid in NAME's pid file is alive.
 running() {
-  local pf; pf=$(pidfile "$1")
-  [ -f "$pf" ] && kill -0 "$(cat "$pf")" 2>/dev/null
+  local pf pid; pf=$(pidfile "$1")
+  [ -f "$pf" ] || return 1
+  pid=$(cat "$pf")
+  kill -0 "$pid" 2>/dev/null || return 1
+  # A process killed after the script that started it exited is a zombie
+  # until init reaps it; kill -0 still succeeds on it, but it is not running.
+  [ "$(sed -E 's/^.*\) ([A-Za-z]).*$/\1/' "/proc/$pid/stat" 2>/dev/null)" != Z ]
 }
 
 # start_bg NAME CMD...: start CMD in its own session (so stop can signal the
