@@ -360,7 +360,17 @@ func (c *Cluster) Leftovers(ctx context.Context) ([]string, error) {
 // share the Temporal namespace with other deployments). A sale that does
 // not settle within d is a violation: something waits forever.
 func (c *Cluster) AwaitSettled(ctx context.Context, s *Sale, d time.Duration) error {
-	deadline := time.Now().Add(d)
+	// The limit runs from the sale's last disturbance: a crash while it
+	// settles (a pipelined run's armed process hit again by its retry)
+	// starts the count again.
+	from := time.Now()
+	deadline := func() time.Time {
+		since, _ := s.times()
+		if since.Before(from) {
+			since = from
+		}
+		return since.Add(d)
+	}
 	var lastReconcile time.Time
 	for {
 		ok, pending, err := c.Settled(ctx, s)
@@ -370,7 +380,7 @@ func (c *Cluster) AwaitSettled(ctx context.Context, s *Sale, d time.Duration) er
 			s.mu.Unlock()
 			for {
 				err := c.Judge(ctx, s)
-				if err == nil || time.Now().After(deadline) {
+				if err == nil || time.Now().After(deadline()) {
 					return err
 				}
 				if err := waitGone(ctx, time.Second); err != nil { // a store is down: judge when it is back
@@ -378,7 +388,7 @@ func (c *Cluster) AwaitSettled(ctx context.Context, s *Sale, d time.Duration) er
 				}
 			}
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline()) {
 			s.Violations = append(s.Violations, fmt.Sprintf("not settled %s after its last disturbance: %s (err %v)", d, pending, err))
 			return nil
 		}
