@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
 )
 
 // CompensateInput names the reservation whose Redis unit is given back.
@@ -51,10 +52,10 @@ func (a *Activities) Compensate(ctx context.Context, in CompensateInput) (Compen
 		return CompensateResult{}, err
 	}
 	status := r.status
-	switch status {
-	case "COMPENSATED", "MANUAL_REVIEW":
+	switch state.Reservation(status) {
+	case state.ReservationCompensated, state.ReservationManualReview:
 		return CompensateResult{Status: status}, nil
-	case "COMPENSATING":
+	case state.ReservationCompensating:
 	default:
 		return CompensateResult{}, fmt.Errorf("reservation %s is %s: compensation not allowed", in.ReservationID, status)
 	}
@@ -65,8 +66,8 @@ func (a *Activities) Compensate(ctx context.Context, in CompensateInput) (Compen
 	if err != nil {
 		return CompensateResult{}, err
 	}
-	if taskStatus == "MANUAL" {
-		return CompensateResult{Status: "MANUAL_REVIEW", Reason: "COMPENSATION_TASK_MANUAL"}, nil
+	if taskStatus == state.CompensationManual {
+		return CompensateResult{Status: string(state.ReservationManualReview), Reason: "COMPENSATION_TASK_MANUAL"}, nil
 	}
 
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
@@ -152,8 +153,8 @@ func (a *Activities) authorizeCompensation(ctx context.Context, rid uuid.UUID) (
 }
 
 // claimTask takes the task's lease; an APPLIED task needs only the PG finish.
-func (a *Activities) claimTask(ctx context.Context, rid uuid.UUID, owner string) (string, error) {
-	var status string
+func (a *Activities) claimTask(ctx context.Context, rid uuid.UUID, owner string) (state.Compensation, error) {
+	var status state.Compensation
 	err := a.pool.QueryRow(ctx, `
 		UPDATE compensation_task
 		SET status = 'CLAIMED', lease_owner = $2, lease_until = clock_timestamp() + $3::interval,
@@ -171,7 +172,7 @@ func (a *Activities) claimTask(ctx context.Context, rid uuid.UUID, owner string)
 		return "", fmt.Errorf("read compensation task of %s: %w", rid, err)
 	}
 	switch status {
-	case "APPLIED", "VERIFIED", "MANUAL":
+	case state.CompensationApplied, state.CompensationVerified, state.CompensationManual:
 		return status, nil
 	}
 	return "", ErrLeaseHeld

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/outbox"
+	"github.com/seckill/seckill/state"
 )
 
 // Outcome is the business result of CreateOrder.
@@ -24,16 +25,16 @@ type Outcome string
 // Outcomes of CreateOrder. None of them is an error: they are decisions.
 const (
 	// OutcomeCreated: the order exists (now, or from an earlier delivery).
-	OutcomeCreated Outcome = "ORDER_CREATED"
+	OutcomeCreated = Outcome(state.ReservationOrderCreated)
 	// OutcomeRejected: PostgreSQL durably rejected the reservation
 	// (ORDER_REJECTED + compensation_task + outbox in one transaction).
-	OutcomeRejected Outcome = "ORDER_REJECTED"
+	OutcomeRejected = Outcome(state.ReservationOrderRejected)
 	// OutcomeLate: the reservation was already compensated or cancelled
 	// before this message: no order, no second compensation.
 	OutcomeLate Outcome = "LATE_AFTER_COMPENSATION"
 	// OutcomeManual: automation cannot decide (e.g. same message_id with a
 	// different payload, or the reservation is under manual review).
-	OutcomeManual Outcome = "MANUAL_REVIEW"
+	OutcomeManual = Outcome(state.ReservationManualReview)
 )
 
 // Rejection reasons recorded in inventory_reservation.reason_code.
@@ -140,7 +141,7 @@ func (a *Activities) orderTx(ctx context.Context, tx pgx.Tx, m events.OrderCreat
 		m.ReservationID, m.RequestID, m.ActivityID, m.SKUID, m.UserID, m.MessageID, m.ReservedAt, m.BusinessDeadline); err != nil {
 		return CreateOrderResult{}, false, fmt.Errorf("upsert reservation: %w", err)
 	}
-	var status string
+	var status state.Reservation
 	var orderID *uuid.UUID
 	if err := tx.QueryRow(ctx, `SELECT status, order_id FROM inventory_reservation WHERE reservation_id = $1 FOR UPDATE`,
 		m.ReservationID).Scan(&status, &orderID); err != nil {
@@ -149,18 +150,18 @@ func (a *Activities) orderTx(ctx context.Context, tx pgx.Tx, m events.OrderCreat
 
 	var res CreateOrderResult
 	switch status {
-	case "ORDER_CREATED":
+	case state.ReservationOrderCreated:
 		res = CreateOrderResult{Outcome: OutcomeCreated, OrderID: *orderID}
 		if err := tx.QueryRow(ctx, `SELECT expires_at FROM orders WHERE order_id = $1`, *orderID).Scan(&res.ExpiresAt); err != nil {
 			return CreateOrderResult{}, false, fmt.Errorf("read order: %w", err)
 		}
-	case "ORDER_REJECTED", "COMPENSATING", "COMPENSATED", "CANCELLED":
+	case state.ReservationOrderRejected, state.ReservationCompensating, state.ReservationCompensated, state.ReservationCancelled:
 		// A durable decision was taken before this message: no order, and the
 		// existing compensation task (fixed key) is the only compensation.
-		res = CreateOrderResult{Outcome: OutcomeLate, Reason: "LATE_AFTER_" + status}
-	case "MANUAL_REVIEW":
+		res = CreateOrderResult{Outcome: OutcomeLate, Reason: "LATE_AFTER_" + string(status)}
+	case state.ReservationManualReview:
 		res = CreateOrderResult{Outcome: OutcomeManual, Reason: "RESERVATION_UNDER_REVIEW"}
-	case "RESERVED":
+	case state.ReservationReserved:
 		res, err = a.createOrReject(ctx, tx, m)
 		if err != nil {
 			return CreateOrderResult{}, false, err
@@ -394,7 +395,7 @@ type RejectInput struct {
 // its compensation task and outbox event, in one transaction, by CAS. A
 // message arriving later finds the rejection and creates no order. It returns
 // the reservation's status afterwards.
-func (a *Activities) RejectOverdue(ctx context.Context, in RejectInput) (string, error) {
+func (a *Activities) RejectOverdue(ctx context.Context, in RejectInput) (state.Reservation, error) {
 	if in.Unseen != nil {
 		if err := in.Unseen.Validate(); err != nil {
 			return "", fmt.Errorf("reject %s: %w", in.ReservationID, err)
@@ -403,7 +404,7 @@ func (a *Activities) RejectOverdue(ctx context.Context, in RejectInput) (string,
 			return "", fmt.Errorf("reject %s: the Redis reservation is %s", in.ReservationID, in.Unseen.ReservationID)
 		}
 	}
-	var status string
+	var status state.Reservation
 	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		if m := in.Unseen; m != nil {
 			if _, err := tx.Exec(ctx, `
@@ -423,21 +424,21 @@ func (a *Activities) RejectOverdue(ctx context.Context, in RejectInput) (string,
 		if err != nil {
 			return fmt.Errorf("lock reservation %s: %w", in.ReservationID, err)
 		}
-		if status == "RESERVED" && !overdue && in.Unseen != nil {
+		if status == state.ReservationReserved && !overdue && in.Unseen != nil {
 			return errNotOverdue // leave no row behind: CreateOrder records it when the message comes
 		}
-		if status != "RESERVED" || !overdue {
+		if status != state.ReservationReserved || !overdue {
 			return nil
 		}
 		m.ReservationID = in.ReservationID
 		if _, err := a.reject(ctx, tx, m, ReasonDeadline); err != nil {
 			return err
 		}
-		status = "ORDER_REJECTED"
+		status = state.ReservationOrderRejected
 		return nil
 	})
 	if errors.Is(err, errNotOverdue) {
-		return "RESERVED", nil
+		return state.ReservationReserved, nil
 	}
 	return status, err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/state"
 )
 
 // Repair actions an operator may signal (docs/operations.md). Each runs only
@@ -117,7 +118,9 @@ func (a *Activities) applyRepair(ctx context.Context, tx pgx.Tx, req RepairReque
 	if prior, ok, err := recordedRepair(ctx, tx, req.RepairID, req.ReservationID); err != nil || ok {
 		return prior, err
 	}
-	var resStatus, taskStatus, orderStatus string
+	var resStatus state.Reservation
+	var taskStatus state.Compensation
+	var orderStatus state.Order
 	err := tx.QueryRow(ctx, `
 		SELECT r.status, COALESCE(t.status, ''), COALESCE(o.status, '')
 		FROM inventory_reservation r LEFT JOIN compensation_task t ON t.reservation_id = r.reservation_id
@@ -130,23 +133,23 @@ func (a *Activities) applyRepair(ctx context.Context, tx pgx.Tx, req RepairReque
 	}
 	out.Before = stateText(resStatus, taskStatus)
 	if orderStatus != "" {
-		out.Before += " order=" + orderStatus
+		out.Before += " order=" + string(orderStatus)
 	}
 	refuse := req.validate()
 	if refuse == "" {
 		switch req.Action {
 		case RepairRetryCompensation, RepairMarkResolved:
-			if resStatus != "MANUAL_REVIEW" {
+			if resStatus != state.ReservationManualReview {
 				refuse = fmt.Sprintf("reservation is %s, %s applies only in MANUAL_REVIEW", resStatus, req.Action)
-			} else if req.Action == RepairRetryCompensation && taskStatus != "MANUAL" {
+			} else if req.Action == RepairRetryCompensation && taskStatus != state.CompensationManual {
 				refuse = fmt.Sprintf("compensation task is %q, retry-compensation needs MANUAL", taskStatus)
 			}
 		case RepairForceCancelUnpaid:
-			if resStatus != "ORDER_CREATED" || (orderStatus != "CREATED" && orderStatus != "PAYING") {
+			if resStatus != state.ReservationOrderCreated || (orderStatus != state.OrderCreated && orderStatus != state.OrderPaying) {
 				refuse = fmt.Sprintf("reservation %s with order %q: force-cancel-unpaid needs an ORDER_CREATED reservation whose order is CREATED or PAYING", resStatus, orderStatus)
 			}
 		case RepairRebuildProjection:
-			if resStatus != "ORDER_CREATED" {
+			if resStatus != state.ReservationOrderCreated {
 				refuse = fmt.Sprintf("reservation is %s, rebuild-projection needs ORDER_CREATED", resStatus)
 			}
 		}
@@ -163,14 +166,14 @@ func (a *Activities) applyRepair(ctx context.Context, tx pgx.Tx, req RepairReque
 				updated_at = clock_timestamp() WHERE reservation_id = $1 AND status = 'MANUAL_REVIEW'`, req.ReservationID); err != nil {
 				return out, fmt.Errorf("reservation → ORDER_REJECTED: %w", err)
 			}
-			out.After = stateText("ORDER_REJECTED", "RETRY")
+			out.After = stateText(state.ReservationOrderRejected, state.CompensationRetry)
 		}
 		out.Accepted = true
 	}
 	out.Reason = refuse
-	status := "APPLIED"
+	status := state.RepairApplied
 	if !out.Accepted {
-		status = "REFUSED"
+		status = state.RepairRefused
 	}
 	evidence, _ := json.Marshal(map[string]string{"before": out.Before})
 	before, _ := json.Marshal(map[string]string{"state": out.Before})
@@ -191,7 +194,8 @@ func (a *Activities) applyRepair(ctx context.Context, tx pgx.Tx, req RepairReque
 // its decision was taken for something else.
 func recordedRepair(ctx context.Context, tx pgx.Tx, repairID string, rid uuid.UUID) (RepairResult, bool, error) {
 	var r RepairResult
-	var status, result, object string
+	var status state.Repair
+	var result, object string
 	var before, after []byte
 	err := tx.QueryRow(ctx, `SELECT rule_name, status, result, before_state, after_state, object_id FROM repair_task WHERE repair_id = $1`,
 		repairID).Scan(&r.Action, &status, &result, &before, &after, &object)
@@ -207,7 +211,7 @@ func recordedRepair(ctx context.Context, tx pgx.Tx, repairID string, rid uuid.UU
 		r.Action, r.Reason = "", "repair_id already used for "+object+": choose a new repair_id (nothing changed)"
 		return r, true, nil
 	}
-	r.Accepted, r.Duplicate = status == "APPLIED", true
+	r.Accepted, r.Duplicate = status == state.RepairApplied, true
 	if !r.Accepted {
 		r.Reason = result
 	}
@@ -219,11 +223,11 @@ func recordedRepair(ctx context.Context, tx pgx.Tx, repairID string, rid uuid.UU
 	return r, true, nil
 }
 
-func stateText(reservation, task string) string {
+func stateText(reservation state.Reservation, task state.Compensation) string {
 	if task == "" {
-		return "reservation=" + reservation
+		return "reservation=" + string(reservation)
 	}
-	return "reservation=" + reservation + " compensation_task=" + task
+	return "reservation=" + string(reservation) + " compensation_task=" + string(task)
 }
 
 // clip cuts s to at most n bytes (a refused value recorded for audit must fit its column).

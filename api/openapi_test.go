@@ -23,6 +23,7 @@ import (
 
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/reservation"
+	status "github.com/seckill/seckill/state"
 )
 
 var ecmaUnicode = regexp.MustCompile(`\\u([0-9A-Fa-f]{4})`)
@@ -546,7 +547,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	}
 	view, _ := d.ref("#/components/schemas/Reservation")
 	desc := obj(obj(view["properties"])["status"])["description"].(string)
-	for _, st := range []string{"RESERVED", "ORDER_CREATED", "ORDER_REJECTED", "COMPENSATING", "COMPENSATED", "CANCELLED", "MANUAL_REVIEW"} {
+	for _, st := range status.ReservationMoves.States {
 		if !strings.Contains(desc, "`"+reservation.ClientStatus(st)+"`") {
 			t.Errorf("Reservation.status does not describe %s (from %s)", reservation.ClientStatus(st), st)
 		}

@@ -11,22 +11,27 @@ import (
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/state"
 )
 
-// Saga statuses beyond the reservation states of PostgreSQL.
+// Saga statuses (SagaState.Status and the ReservationStatus search
+// attribute): where the reservation stands, then where its order stands,
+// in the words of the state package, plus two of the saga's own.
 const (
-	StatusReserved     = "RESERVED"
-	StatusOrderCreated = "ORDER_CREATED"
-	StatusRejected     = "ORDER_REJECTED"
-	StatusCompensated  = "COMPENSATED"
-	StatusLate         = "LATE_AFTER_COMPENSATION"
-	StatusManual       = "MANUAL_REVIEW"
-	StatusResolved     = "RESOLVED_MANUALLY"
-	StatusCancelPend   = "CANCEL_PENDING"
-	StatusPaid         = "PAID"
-	StatusCancelled    = "CANCELLED"
-	StatusRefunding    = "REFUNDING"
-	StatusRefunded     = "REFUNDED"
+	StatusReserved     = string(state.ReservationReserved)
+	StatusOrderCreated = string(state.ReservationOrderCreated)
+	StatusRejected     = string(state.ReservationOrderRejected)
+	StatusCompensated  = string(state.ReservationCompensated)
+	StatusManual       = string(state.ReservationManualReview)
+	StatusCancelPend   = string(state.OrderCancelPending)
+	StatusPaid         = string(state.OrderPaid)
+	StatusCancelled    = string(state.OrderCancelled)
+	StatusRefunding    = string(state.OrderRefunding)
+	StatusRefunded     = string(state.OrderRefunded)
+	// StatusLate: CreateOrder found a durable decision taken before its message.
+	StatusLate = string(activities.OutcomeLate)
+	// StatusResolved: an operator marked the reservation resolved by hand.
+	StatusResolved = "RESOLVED_MANUALLY"
 )
 
 // PaymentSignal tells the saga a payment was recorded for its order.
@@ -112,6 +117,7 @@ func (s *saga) setup(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (SagaState, error) { return s.state, nil }); err != nil {
 		return err
 	}
+	workflow.SetCurrentDetails(ctx, "**"+s.state.Status+"**: creating the order")
 	return workflow.UpsertTypedSearchAttributes(ctx,
 		SearchActivityID.ValueSet(s.in.Message.ActivityID),
 		SearchSKUID.ValueSet(s.in.Message.SKUID),
@@ -137,6 +143,8 @@ func dbActivity(ctx workflow.Context) workflow.Context {
 func (s *saga) setStatus(ctx workflow.Context, status, step string) {
 	s.state.Status = status
 	s.state.Steps = append(s.state.Steps, step)
+	// The UI's "current details": where the saga stands, without its history.
+	workflow.SetCurrentDetails(ctx, "**"+status+"**: "+step)
 	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchReservationStatus.ValueSet(status)); err != nil {
 		workflow.GetLogger(ctx).Error("upsert search attribute", "error", err)
 	}
@@ -200,7 +208,7 @@ func (s *saga) resume(ctx workflow.Context) (SagaState, error) {
 		return s.awaitPayment(ctx)
 	case StatusCancelled:
 		return s.state, s.release(ctx)
-	case StatusRejected, "COMPENSATING":
+	case StatusRejected, string(state.ReservationCompensating):
 		s.setStatus(ctx, StatusRejected, "order rejected: "+st.Reason)
 		return s.compensate(ctx)
 	case StatusCompensated:
@@ -413,7 +421,7 @@ func (s *saga) cancel(ctx workflow.Context, expired bool) (bool, error) {
 	case StatusPaid, StatusRefunding, StatusRefunded:
 		s.setStatus(ctx, status, "cancel found the order "+status)
 		return true, nil
-	case "CREATED", "PAYING":
+	case string(state.OrderCreated), string(state.OrderPaying):
 		s.state.Steps = append(s.state.Steps, "expiry timer fired before the database clock passed expires_at: waiting again")
 		return false, nil
 	case payments.StatusPaymentStarting:

@@ -26,6 +26,7 @@ import (
 	"github.com/seckill/seckill/internal/jsonx"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/state"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -300,12 +301,12 @@ func (s *Service) confirm(ctx context.Context, cb CallbackBody) error {
 	case p.AmountCents != cb.AmountCents:
 		return unconfirmed("the provider holds another amount for the transaction")
 	case p.Status == "REFUNDED":
-		var status string
+		var status state.Order
 		err := s.pool.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1`, cb.MerchantOrderID).Scan(&status)
 		switch {
 		case err != nil && !errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("read order %s: %w", cb.MerchantOrderID, err)
-		case status == "CREATED" || status == "PAYING":
+		case status == state.OrderCreated || status == state.OrderPaying:
 			return unconfirmed("the provider says the transaction was refunded: it cannot pay an open order")
 		}
 	case p.Status != "PAID":

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/seckill/seckill/state"
 )
 
 // The provider transaction of an order is started in two steps around the
@@ -118,7 +119,7 @@ func (s *Store) UnsettledIntents(ctx context.Context, olderThan string, limit in
 // CLOSED (closed or refunded there, or nothing there) or OPEN (still
 // payable: looked at again later). A PAID transaction is recorded by Record.
 func (s *Store) SettleIntent(ctx context.Context, orderID uuid.UUID, transactionID, status string) error {
-	if status != "CLOSED" && status != "OPEN" {
+	if state.Intent(status) != state.IntentClosed && state.Intent(status) != state.IntentOpen {
 		return fmt.Errorf("settle payment intent of %s: status %q is not CLOSED or OPEN", orderID, status)
 	}
 	_, err := s.pool.Exec(ctx, `UPDATE payment_intent SET status = $3, provider_transaction_id = COALESCE(NULLIF($2, ''), provider_transaction_id),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/outbox"
+	"github.com/seckill/seckill/state"
 )
 
 // Refund is a payment to give back.
@@ -45,16 +46,18 @@ func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, s
 	var status string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var orderStatus string
+		var paymentStatus state.Payment
 		var paidBy *uuid.UUID
 		err := tx.QueryRow(ctx, `
 			SELECT p.order_id, p.provider, p.provider_transaction_id, p.amount_cents, p.status, o.status, o.payment_id
 			FROM payment_record p JOIN orders o ON o.order_id = p.order_id
-			WHERE p.payment_id = $1 FOR UPDATE`, paymentID).Scan(&r.OrderID, &r.Provider, &r.TransactionID, &r.AmountCents, &status, &orderStatus, &paidBy)
+			WHERE p.payment_id = $1 FOR UPDATE`, paymentID).Scan(&r.OrderID, &r.Provider, &r.TransactionID, &r.AmountCents, &paymentStatus, &orderStatus, &paidBy)
 		if err != nil {
 			return fmt.Errorf("read payment %s: %w", paymentID, err)
 		}
 		r.PaymentID = paymentID
-		if status != "SUCCESS" {
+		status = string(paymentStatus)
+		if paymentStatus != state.PaymentSuccess {
 			return nil
 		}
 		switch {

@@ -19,17 +19,19 @@ import (
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/outbox"
+	"github.com/seckill/seckill/state"
 )
 
-// Order statuses (orders.status).
+// Order statuses (orders.status) as the store's answers carry them: the
+// words of state.Order (the state package owns the vocabulary).
 const (
-	StatusCreated       = "CREATED"
-	StatusPaying        = "PAYING"
-	StatusCancelPending = "CANCEL_PENDING"
-	StatusPaid          = "PAID"
-	StatusCancelled     = "CANCELLED"
-	StatusRefunding     = "REFUNDING"
-	StatusRefunded      = "REFUNDED"
+	StatusCreated       = string(state.OrderCreated)
+	StatusPaying        = string(state.OrderPaying)
+	StatusCancelPending = string(state.OrderCancelPending)
+	StatusPaid          = string(state.OrderPaid)
+	StatusCancelled     = string(state.OrderCancelled)
+	StatusRefunding     = string(state.OrderRefunding)
+	StatusRefunded      = string(state.OrderRefunded)
 	// StatusPaymentStarting is BeginCancel's answer while the buyer is
 	// starting a payment at the provider (not an orders.status value): the
 	// cancel waits for it, so no provider transaction appears after it.

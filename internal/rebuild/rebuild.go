@@ -24,6 +24,7 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
 )
 
 // ErrSaleAdmitting refuses a rebuild during the sale window without force.
@@ -137,10 +138,10 @@ func reservations(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, k 
 		pipe.PExpire(ctx, key, ttl)
 		pipe.Set(ctx, k.Request(user, req.String()), rid.String(), ttl)
 		pipe.Set(ctx, k.User(user), rid.String(), ttl)
-		switch status {
-		case "RESERVED", "ORDER_REJECTED", "COMPENSATING":
+		switch state.Reservation(status) {
+		case state.ReservationReserved, state.ReservationOrderRejected, state.ReservationCompensating:
 			c.open++
-		case "COMPENSATED":
+		case state.ReservationCompensated:
 			c.compensated++
 			pipe.Set(ctx, k.CompensationMarker(rid.String()), activities.CompensationKey(rid), ttl)
 		}

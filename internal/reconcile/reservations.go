@@ -11,14 +11,15 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
 )
 
 type resRow struct {
 	id       uuid.UUID
-	status   string
+	status   state.Reservation
 	version  int64
 	orderID  *uuid.UUID
-	order    *string
+	order    *state.Order
 	deadline time.Time
 }
 
@@ -54,44 +55,45 @@ func (r *Reconciler) reservations(ctx context.Context, k lua.Keys, rep *Report) 
 		}
 	}
 	for i, x := range list {
-		redisStatus, _ := cmds[i].Val()[0].(string)
+		s, _ := cmds[i].Val()[0].(string)
+		redisStatus := state.Reservation(s)
 		obj := "reservation:" + x.id.String()
 		ev := map[string]any{"pg_status": x.status, "redis_status": redisStatus, "version": x.version}
 		switch x.status {
-		case "ORDER_CREATED":
-			if x.order != nil && *x.order == "PAID" && redisStatus == "COMPENSATED" {
+		case state.ReservationOrderCreated:
+			if x.order != nil && *x.order == state.OrderPaid && redisStatus == state.ReservationCompensated {
 				r.manual(ctx, rep, PaidButCompensated, obj, x.version, "order PAID in PostgreSQL, reservation COMPENSATED in Redis: freeze and decide by hand", ev)
 				continue
 			}
-			if redisStatus == "" || redisStatus == "RESERVED" {
+			if redisStatus == "" || redisStatus == state.ReservationReserved {
 				r.auto(ctx, rep, ProjectionBehind, obj, x.version, "ORDER_CREATED", ev, func() (string, error) {
 					return r.rebuildProjection(ctx, k, x, redisStatus)
 				})
 			}
-		case "ORDER_REJECTED", "COMPENSATING":
+		case state.ReservationOrderRejected, state.ReservationCompensating:
 			r.auto(ctx, rep, CompensationStall, obj, x.version, "COMPENSATED", ev, func() (string, error) {
 				c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID})
 				return c.Status + " " + c.Reason, err
 			})
-		case "CANCELLED":
+		case state.ReservationCancelled:
 			// Cancelled in PostgreSQL (unit released there) but still holding
 			// the unit in Redis: the saga stopped before its release.
-			if redisStatus == "ORDER_CREATED" && x.orderID != nil {
+			if redisStatus == state.ReservationOrderCreated && x.orderID != nil {
 				r.auto(ctx, rep, ReleaseMissing, obj, x.version, "CANCELLED", ev, func() (string, error) {
 					p, err := r.acts.ReleaseRedis(ctx, activities.ReleaseInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID})
 					return fmt.Sprintf("release.lua %d %s", p.Code, p.Text), err
 				})
 			}
-		case "COMPENSATED":
-			if redisStatus != "" && redisStatus != "COMPENSATED" {
-				r.manual(ctx, rep, CompensatedDiffers, obj, x.version, "COMPENSATED in PostgreSQL, "+redisStatus+" in Redis", ev)
+		case state.ReservationCompensated:
+			if redisStatus != "" && redisStatus != state.ReservationCompensated {
+				r.manual(ctx, rep, CompensatedDiffers, obj, x.version, "COMPENSATED in PostgreSQL, "+string(redisStatus)+" in Redis", ev)
 			}
-		case "RESERVED":
+		case state.ReservationReserved:
 			if x.deadline.Before(rep.Watermark) {
 				r.auto(ctx, rep, DeadlinePassed, obj, x.version, "ORDER_REJECTED", ev, func() (string, error) {
 					st, err := r.acts.RejectOverdue(ctx, activities.RejectInput{ReservationID: x.id, Grace: r.watermark})
-					if err != nil || st != "ORDER_REJECTED" {
-						return st, err
+					if err != nil || st != state.ReservationOrderRejected {
+						return string(st), err
 					}
 					c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID})
 					return "ORDER_REJECTED then " + c.Status + " " + c.Reason, err
@@ -105,16 +107,16 @@ func (r *Reconciler) reservations(ctx context.Context, k lua.Keys, rep *Report) 
 // rebuildProjection: a RESERVED Redis hash takes the standard projection
 // (open_reserved → committed once); a missing hash is recreated without
 // touching counters (stock is never changed by a projection repair).
-func (r *Reconciler) rebuildProjection(ctx context.Context, k lua.Keys, x resRow, redisStatus string) (string, error) {
+func (r *Reconciler) rebuildProjection(ctx context.Context, k lua.Keys, x resRow, redisStatus state.Reservation) (string, error) {
 	if x.orderID == nil {
 		return "", errors.New("ORDER_CREATED without order_id")
 	}
-	if redisStatus == "RESERVED" {
+	if redisStatus == state.ReservationReserved {
 		p, err := r.acts.ProjectOrderCreated(ctx, activities.ProjectionInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID})
 		return fmt.Sprintf("order_created.lua %d %s", p.Code, p.Text), err
 	}
 	key := k.Reservation(x.id.String())
-	if err := r.rdb.HSet(ctx, key, "status", "ORDER_CREATED", "reservation_id", x.id.String(), "order_id", x.orderID.String(),
+	if err := r.rdb.HSet(ctx, key, "status", string(state.ReservationOrderCreated), "reservation_id", x.id.String(), "order_id", x.orderID.String(),
 		"rebuilt_by", "reconcile").Err(); err != nil {
 		return "", err
 	}

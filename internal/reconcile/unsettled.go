@@ -13,6 +13,7 @@ import (
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
 )
 
 // unsettledPage is how many send_due members one ZSCAN step reads.
@@ -66,7 +67,7 @@ func (r *Reconciler) unsettledPage(ctx context.Context, k lua.Keys, rep *Report,
 	cutoff := rep.Watermark.UnixMilli()
 	for _, c := range cmds {
 		h := c.Val()
-		if len(h) == 0 || h["status"] != "RESERVED" {
+		if len(h) == 0 || state.Reservation(h["status"]) != state.ReservationReserved {
 			continue // settled, or gone (the scanner counts it missing)
 		}
 		deadline, err := strconv.ParseInt(h["business_deadline_ms"], 10, 64)
@@ -91,10 +92,10 @@ func (r *Reconciler) unsettledPage(ctx context.Context, k lua.Keys, rep *Report,
 	if err != nil {
 		return len(rids), fmt.Errorf("read reservations: %w", err)
 	}
-	known := map[uuid.UUID]string{}
+	known := map[uuid.UUID]state.Reservation{}
 	for rows.Next() {
 		var id uuid.UUID
-		var st string
+		var st state.Reservation
 		if err := rows.Scan(&id, &st); err != nil {
 			rows.Close()
 			return len(rids), err
@@ -107,22 +108,22 @@ func (r *Reconciler) unsettledPage(ctx context.Context, k lua.Keys, rep *Report,
 	}
 	for _, id := range ids {
 		pgStatus, ok := known[id]
-		if ok && pgStatus != "RESERVED" {
+		if ok && pgStatus != state.ReservationReserved {
 			continue // PostgreSQL decided; the PostgreSQL-side loop repairs Redis
 		}
 		f := overdue[id]
 		m := f.Message()
-		ev := map[string]any{"pg_status": nonEmpty(pgStatus, "ABSENT"), "redis_status": f.Status, "mq_state": f.MQState,
+		ev := map[string]any{"pg_status": nonEmpty(string(pgStatus), "ABSENT"), "redis_status": f.Status, "mq_state": f.MQState,
 			"send_attempts": f.SendAttempts, "business_deadline": time.UnixMilli(f.DeadlineMS).UTC()}
 		r.auto(ctx, rep, UnsentPastDeadline, "reservation:"+id.String(), 0, "COMPENSATED", ev, func() (string, error) {
 			st, err := r.acts.RejectOverdue(ctx, activities.RejectInput{ReservationID: id, Grace: r.watermark, Unseen: &m})
 			switch {
 			case err != nil:
 				return "", err
-			case st == "RESERVED":
+			case st == state.ReservationReserved:
 				return "", errors.New("not past its deadline by the database clock yet: retried next run")
-			case st != "ORDER_REJECTED":
-				return "reservation is " + st + ": decided meanwhile, left to its saga", nil
+			case st != state.ReservationOrderRejected:
+				return "reservation is " + string(st) + ": decided meanwhile, left to its saga", nil
 			}
 			c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: id, ActivityID: k.ActivityID, SKUID: k.SKUID})
 			return "ORDER_REJECTED then " + c.Status + " " + c.Reason, err

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
 )
 
 // ErrNotFound means no reservation with that id belongs to the caller. A
@@ -36,16 +37,16 @@ type View struct {
 }
 
 // ClientStatus maps a reservation state to the client-facing one.
-func ClientStatus(reservationStatus string) string {
+func ClientStatus(reservationStatus state.Reservation) string {
 	switch reservationStatus {
-	case "RESERVED":
+	case state.ReservationReserved:
 		return "QUEUED"
-	case "ORDER_REJECTED", "COMPENSATING", "COMPENSATED":
+	case state.ReservationOrderRejected, state.ReservationCompensating, state.ReservationCompensated:
 		return "REJECTED"
-	case "MANUAL_REVIEW":
+	case state.ReservationManualReview:
 		return "UNDER_REVIEW"
 	default:
-		return reservationStatus
+		return string(reservationStatus)
 	}
 }
 
@@ -73,7 +74,7 @@ func (s *StatusReader) Get(ctx context.Context, userID, activityID, skuID int64,
 			return View{}, ErrNotFound
 		}
 		st, _ := h[1].(string)
-		v := View{ReservationID: rid, ReservationStatus: st, Status: ClientStatus(st), Source: "redis"}
+		v := View{ReservationID: rid, ReservationStatus: st, Status: ClientStatus(state.Reservation(st)), Source: "redis"}
 		if ms, err := strconv.ParseInt(fmt.Sprint(h[2]), 10, 64); err == nil {
 			v.BusinessDeadline = time.UnixMilli(ms).UTC()
 		}
@@ -103,13 +104,13 @@ func (s *StatusReader) fromPostgres(ctx context.Context, userID, activityID, sku
 	if err != nil {
 		return View{}, fmt.Errorf("read reservation from postgres: %w", err)
 	}
-	v.Status = ClientStatus(v.ReservationStatus)
+	v.Status = ClientStatus(state.Reservation(v.ReservationStatus))
 	if reason != nil {
 		v.ReasonCode = *reason
 	}
 	if orderStatus != nil {
 		v.OrderStatus = *orderStatus
-		if v.ReservationStatus == "ORDER_CREATED" && *orderStatus != "CREATED" {
+		if state.Reservation(v.ReservationStatus) == state.ReservationOrderCreated && state.Order(*orderStatus) != state.OrderCreated {
 			v.Status = *orderStatus
 		}
 	}

@@ -1,0 +1,161 @@
+package state
+
+// The moves of each status column, each with the one function that makes it.
+// A move not listed here is a bug: add it here, with its function, in the
+// same change that writes it.
+
+// ReservationMoves are inventory_reservation's.
+var ReservationMoves = Machine[Reservation]{
+	Table: "inventory_reservation",
+	States: []Reservation{ReservationReserved, ReservationOrderCreated, ReservationOrderRejected,
+		ReservationCompensating, ReservationCompensated, ReservationCancelled, ReservationManualReview},
+	Moves: []Move[Reservation]{
+		{"", ReservationReserved, "activities/order.go orderTx"},
+		{"", ReservationReserved, "activities/order.go RejectOverdue"}, // a reservation PostgreSQL never saw, rejected at once
+		{ReservationReserved, ReservationOrderCreated, "activities/order.go createOrReject"},
+		{ReservationReserved, ReservationOrderRejected, "activities/order.go reject"},
+		{ReservationOrderRejected, ReservationCompensating, "activities/compensate.go authorizeCompensation"},
+		{ReservationCompensating, ReservationCompensated, "activities/compensate.go finishCompensation"},
+		{ReservationCompensating, ReservationManualReview, "activities/compensate.go toManual"},
+		{ReservationManualReview, ReservationOrderRejected, "activities/repair.go applyRepair"}, // retry-compensation
+		{ReservationOrderCreated, ReservationCancelled, "internal/payments/cancel.go FinalCancel"},
+	},
+}
+
+// RedisReservationMoves are the status field of a reservation's Redis hash.
+// Redis rebuild writes a hash with PostgreSQL's status, whatever it is, and
+// reconciliation's projection repair writes a missing ORDER_CREATED one.
+var RedisReservationMoves = Machine[Reservation]{
+	States: ReservationMoves.States,
+	Moves: append([]Move[Reservation]{
+		{"", ReservationReserved, "lua/reserve.lua"},
+		{ReservationReserved, ReservationOrderCreated, "lua/order_created.lua"},
+		{ReservationReserved, ReservationCompensated, "lua/compensate.lua"},
+		{ReservationOrderRejected, ReservationCompensated, "lua/compensate.lua"}, // after a rebuild copied it
+		{ReservationCompensating, ReservationCompensated, "lua/compensate.lua"},  // after a rebuild copied it
+		{ReservationOrderCreated, ReservationCancelled, "lua/release.lua"},
+		{"", ReservationOrderCreated, "internal/reconcile/reservations.go rebuildProjection"},
+	}, copied(ReservationMoves.States, "internal/rebuild/rebuild.go reservations")...),
+}
+
+// copied is a hash written with each of states as PostgreSQL holds it.
+func copied(states []Reservation, by string) []Move[Reservation] {
+	out := make([]Move[Reservation], len(states))
+	for i, s := range states {
+		out[i] = Move[Reservation]{"", s, by}
+	}
+	return out
+}
+
+// OrderMoves are orders'.
+var OrderMoves = Machine[Order]{
+	Table:  "orders",
+	States: []Order{OrderCreated, OrderPaying, OrderCancelPending, OrderPaid, OrderCancelled, OrderRefunding, OrderRefunded},
+	Moves: []Move[Order]{
+		{"", OrderCreated, "activities/order.go createOrReject"},
+		{OrderCreated, OrderPaying, "internal/payments/intent.go BeginPayment"},
+		{OrderPaying, OrderPaying, "internal/payments/intent.go BeginPayment"}, // a second payment attempt
+		{OrderCreated, OrderCancelPending, "internal/payments/cancel.go BeginCancel"},
+		{OrderPaying, OrderCancelPending, "internal/payments/cancel.go BeginCancel"},
+		{OrderCreated, OrderPaid, "internal/payments/store.go payOrder"},
+		{OrderPaying, OrderPaid, "internal/payments/store.go payOrder"},
+		{OrderCancelPending, OrderPaid, "internal/payments/store.go payOrder"}, // the payment won the race
+		{OrderCancelPending, OrderCancelled, "internal/payments/cancel.go FinalCancel"},
+		{OrderCancelled, OrderRefunding, "internal/payments/refund.go BeginRefund"}, // a payment after the cancel
+		{OrderRefunding, OrderRefunded, "internal/payments/refund.go FinishRefund"},
+	},
+}
+
+// PaymentMoves are payment_record's. A second successful payment on a paid
+// order is refunded too; the order stays PAID.
+var PaymentMoves = Machine[Payment]{
+	Table:  "payment_record",
+	States: []Payment{PaymentSuccess, PaymentRefunding, PaymentRefunded},
+	Moves: []Move[Payment]{
+		{"", PaymentSuccess, "internal/payments/store.go RecordTx"},
+		{PaymentSuccess, PaymentRefunding, "internal/payments/refund.go BeginRefund"},
+		{PaymentRefunding, PaymentRefunded, "internal/payments/refund.go FinishRefund"},
+	},
+}
+
+// IntentMoves are payment_intent's.
+var IntentMoves = Machine[Intent]{
+	Table:  "payment_intent",
+	States: []Intent{IntentCreating, IntentOpen, IntentClosed, IntentPaid},
+	Moves: []Move[Intent]{
+		{"", IntentCreating, "internal/payments/intent.go BeginPayment"},
+		{IntentCreating, IntentCreating, "internal/payments/intent.go BeginPayment"}, // the buyer asks again
+		{IntentOpen, IntentCreating, "internal/payments/intent.go BeginPayment"},
+		{IntentClosed, IntentCreating, "internal/payments/intent.go BeginPayment"},
+		{IntentCreating, IntentOpen, "internal/payments/intent.go OpenPayment"},
+		{IntentCreating, IntentClosed, "internal/payments/intent.go OpenPayment"}, // the order left PAYING meanwhile
+		{IntentOpen, IntentOpen, "internal/payments/intent.go SettleIntent"},
+		{IntentOpen, IntentClosed, "internal/payments/intent.go SettleIntent"},
+		{IntentCreating, IntentClosed, "internal/payments/cancel.go FinalCancel"},
+		{IntentOpen, IntentClosed, "internal/payments/cancel.go FinalCancel"},
+		{IntentOpen, IntentPaid, "internal/payments/store.go payOrder"},
+		{IntentClosed, IntentPaid, "internal/payments/store.go payOrder"}, // paid after the close: refunded by the order's moves
+	},
+}
+
+// CompensationMoves are compensation_task's.
+var CompensationMoves = Machine[Compensation]{
+	Table: "compensation_task",
+	States: []Compensation{CompensationPending, CompensationClaimed, CompensationRetry, CompensationApplied,
+		CompensationVerified, CompensationManual},
+	Moves: []Move[Compensation]{
+		{"", CompensationPending, "activities/order.go reject"},
+		{CompensationPending, CompensationClaimed, "activities/compensate.go claimTask"},
+		{CompensationRetry, CompensationClaimed, "activities/compensate.go claimTask"},
+		{CompensationClaimed, CompensationClaimed, "activities/compensate.go claimTask"}, // its lease ran out
+		{CompensationClaimed, CompensationApplied, "activities/compensate.go finishCompensation"},
+		{CompensationApplied, CompensationApplied, "activities/compensate.go finishCompensation"},
+		{CompensationClaimed, CompensationManual, "activities/compensate.go toManual"},
+		{CompensationManual, CompensationRetry, "activities/repair.go applyRepair"}, // retry-compensation
+	},
+}
+
+// OutboxMoves are event_outbox's.
+var OutboxMoves = Machine[Outbox]{
+	Table:  "event_outbox",
+	States: []Outbox{OutboxPending, OutboxSending, OutboxRetry, OutboxSent, OutboxManual},
+	Moves: []Move[Outbox]{
+		{"", OutboxPending, "internal/outbox/outbox.go Insert"},
+		{OutboxPending, OutboxSending, "workers/outboxrelay/relay.go RelayOnce"},
+		{OutboxRetry, OutboxSending, "workers/outboxrelay/relay.go RelayOnce"},
+		{OutboxSending, OutboxSending, "workers/outboxrelay/relay.go RelayOnce"}, // its lease ran out
+		{OutboxSending, OutboxSent, "workers/outboxrelay/relay.go send"},
+		{OutboxSending, OutboxRetry, "workers/outboxrelay/relay.go send"},
+		{OutboxSending, OutboxManual, "workers/outboxrelay/relay.go send"}, // out of attempts
+		{OutboxSending, OutboxRetry, "internal/reconcile/reconcile.go outbox"},
+	},
+}
+
+// RefundMoves are refund_task's.
+var RefundMoves = Machine[Refund]{
+	Table:  "refund_task",
+	States: []Refund{RefundPending, RefundStarted, RefundDone},
+	Moves: []Move[Refund]{
+		{"", RefundPending, "internal/payments/refund.go oweRefund"},
+		{"", RefundPending, "internal/reconcile/payments.go refunds"},
+		{RefundPending, RefundStarted, "workers/refundrelay/relay.go start"},
+		{RefundPending, RefundDone, "internal/payments/refund.go FinishRefund"},
+		{RefundStarted, RefundDone, "internal/payments/refund.go FinishRefund"},
+	},
+}
+
+// RepairMoves are repair_task's.
+var RepairMoves = Machine[Repair]{
+	Table:  "repair_task",
+	States: []Repair{RepairPending, RepairApplied, RepairRefused, RepairManual, RepairFailed},
+	Moves: []Move[Repair]{
+		{"", RepairApplied, "activities/repair.go applyRepair"},
+		{"", RepairRefused, "activities/repair.go applyRepair"},
+		{"", RepairPending, "internal/reconcile/reconcile.go record"},
+		{"", RepairManual, "internal/reconcile/reconcile.go record"},
+		{RepairFailed, RepairPending, "internal/reconcile/reconcile.go record"},  // retried by a later run
+		{RepairPending, RepairPending, "internal/reconcile/reconcile.go record"}, // stale, taken over
+		{RepairPending, RepairApplied, "internal/reconcile/reconcile.go autoKeyed"},
+		{RepairPending, RepairFailed, "internal/reconcile/reconcile.go autoKeyed"},
+	},
+}
