@@ -18,10 +18,10 @@ import (
 
 	"github.com/google/uuid"
 	"go.temporal.io/api/enums/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/app"
@@ -88,16 +88,8 @@ func TestTemporalUIListsStuckSaga(t *testing.T) {
 	m := uiStuckReservation(ctx, t, cfg, conns)
 	wfID := workflows.ReservationWorkflowID(m.ReservationID.String())
 	// Started as the saga starter starts it (workers/sagastarter).
-	run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       wfID,
-		TaskQueue:                cfg.TemporalTaskQueue,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.SearchReservationStatus.ValueSet(workflows.StatusReserved),
-			workflows.SearchActivityID.ValueSet(m.ActivityID),
-			workflows.SearchSKUID.ValueSet(m.SKUID)),
-	}, workflows.ReservationSaga, workflows.SagaInput{Message: m})
+	run, err := tc.ExecuteWorkflow(ctx, workflows.SagaStartOptions(cfg.TemporalTaskQueue, m),
+		workflows.ReservationSaga, workflows.SagaInput{Message: m})
 	if err != nil {
 		t.Fatalf("start saga: %v", err)
 	}
@@ -127,6 +119,28 @@ func TestTemporalUIListsStuckSaga(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := desc.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+	// What the UI's list and page show without the history: the static
+	// summary (sale and SKU, no user) and the current details (status and step).
+	var summary string
+	if p := desc.GetExecutionConfig().GetUserMetadata().GetSummary(); p == nil {
+		t.Fatal("the saga has no static summary")
+	} else if err := converter.GetDefaultDataConverter().FromPayload(p, &summary); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("reservation saga: sale %d, SKU %d", m.ActivityID, m.SKUID); summary != want {
+		t.Fatalf("static summary = %q, want %q", summary, want)
+	}
+	mdv, err := tc.QueryWorkflow(ctx, wfID, run.GetRunID(), "__temporal_workflow_metadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md sdkpb.WorkflowMetadata
+	if err := mdv.Get(&md); err != nil {
+		t.Fatal(err)
+	}
+	if want := "**" + workflows.StatusManual + "**: " + st.Steps[len(st.Steps)-1]; md.GetCurrentDetails() != want {
+		t.Fatalf("current details = %q, want %q", md.GetCurrentDetails(), want)
+	}
 
 	// (a) stuck sagas.
 	uiEventually(ctx, t, "(a) "+queryStuck, func() error {

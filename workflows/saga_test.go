@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/mock"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/seckill/seckill/activities"
@@ -144,5 +145,29 @@ func TestSagaPayloadConflictWaitsAndCanBeResolved(t *testing.T) {
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	if st := result(t, env); st.Status != StatusResolved {
 		t.Fatalf("state = %+v", st)
+	}
+}
+
+// TestSagaPublishesItsCurrentStep: the UI's current details say where the
+// saga stands (its status and last step) without opening its history.
+func TestSagaPublishesItsCurrentStep(t *testing.T) {
+	env := newEnv(t)
+	m := testMessage()
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeRejected,
+		Reason: activities.ReasonStockExhausted}, nil).Once()
+	env.OnActivity(act.Compensate, mock.Anything, mock.Anything).Return(activities.CompensateResult{Status: StatusCompensated}, nil).Once()
+	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
+	st := result(t, env)
+	v, err := env.QueryWorkflow("__temporal_workflow_metadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md sdkpb.WorkflowMetadata
+	if err := v.Get(&md); err != nil {
+		t.Fatal(err)
+	}
+	want := "**" + StatusCompensated + "**: " + st.Steps[len(st.Steps)-1]
+	if got := md.GetCurrentDetails(); got != want {
+		t.Fatalf("current details = %q, want %q", got, want)
 	}
 }

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"fmt"
+
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -20,6 +22,9 @@ func SagaStartOptions(taskQueue string, m events.OrderCreateRequested) client.St
 		TaskQueue:                taskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		// The UI's list and page say what the saga is about without its
+		// history (no personal data: the user stays out).
+		StaticSummary: fmt.Sprintf("reservation saga: sale %d, SKU %d", m.ActivityID, m.SKUID),
 		// Shown on the workflow's page in the UI (not searchable; no personal data).
 		Memo: map[string]any{"activity_id": m.ActivityID, "sku_id": m.SKUID, "message_id": m.MessageID.String(),
 			"reserved_at": m.ReservedAt, "business_deadline": m.BusinessDeadline},
@@ -47,6 +52,7 @@ func RefundStartOptions(taskQueue string, in RefundInput) client.StartWorkflowOp
 	return client.StartWorkflowOptions{
 		ID:                       RefundWorkflowID(in.PaymentID.String()),
 		TaskQueue:                taskQueue,
+		StaticSummary:            fmt.Sprintf("refund of a payment: sale %d, SKU %d", in.ActivityID, in.SKUID),
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		TypedSearchAttributes: temporal.NewSearchAttributes(

@@ -21,6 +21,7 @@ import (
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
 )
 
 // Options of a Scanner.
@@ -191,7 +192,7 @@ func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string) {
 		s.log.Error("senddue.bad_reservation", "reservation_id", ridText, "error", err)
 		return
 	}
-	if f.Status != "RESERVED" {
+	if state.Reservation(f.Status) != state.ReservationReserved {
 		// Settled (an order projected, or the unit compensated) by a path that
 		// did not take it out of send_due (a hash rebuilt by reconciliation).
 		s.rdb.ZRem(ctx, k.SendDue(), ridText)
