@@ -1,0 +1,200 @@
+package workflows
+
+// The order's life after it is created: payment, expiry, the user's cancel
+// and the payment-vs-cancel protocol (seed §7.6).
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/state"
+)
+
+// awaitPayment waits for the order's payment, the user's cancel or the
+// expiry timer. A payment signal is a hint: PostgreSQL decides.
+func (s *saga) awaitPayment(ctx workflow.Context) (SagaState, error) {
+	for {
+		wait := s.state.ExpiresAt.Sub(workflow.Now(ctx)) + expiryMargin
+		tctx, stopTimer := workflow.WithCancel(ctx)
+		timer := workflow.NewTimer(tctx, max(wait, expiryMargin))
+		event := ""
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(s.payments, func(c workflow.ReceiveChannel, _ bool) {
+			var p PaymentSignal
+			c.Receive(ctx, &p)
+			event = "payment"
+		})
+		sel.AddReceive(s.cancels, func(c workflow.ReceiveChannel, _ bool) {
+			var c2 CancelSignal
+			c.Receive(ctx, &c2)
+			event = "cancel"
+		})
+		var repair activities.RepairRequest
+		sel.AddReceive(s.repairs, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, &repair)
+			event = "repair"
+		})
+		sel.AddFuture(timer, func(workflow.Future) { event = "expired" })
+		sel.Select(ctx)
+		stopTimer()
+
+		switch event {
+		case "payment":
+			var status string
+			if err := workflow.ExecuteActivity(dbActivity(ctx), act.OrderStatus, s.orderID()).Get(ctx, &status); err != nil {
+				return s.state, err
+			}
+			if status == StatusPaid {
+				s.setStatus(ctx, StatusPaid, "paid")
+				return s.state, nil
+			}
+			s.state.Steps = append(s.state.Steps, "payment signal, but the order is "+status+": still waiting")
+		case "cancel", "expired":
+			done, err := s.cancel(ctx, event == "expired")
+			if err != nil || done {
+				return s.state, err
+			}
+		case "repair":
+			action, err := s.repair(ctx, repair)
+			if err != nil {
+				return s.state, err
+			}
+			switch action {
+			case activities.RepairForceCancelUnpaid:
+				s.state.Steps = append(s.state.Steps, "repair "+repair.RepairID+": force cancel by "+repair.Operator)
+				done, err := s.cancel(ctx, false)
+				if err != nil || done {
+					return s.state, err
+				}
+			case activities.RepairRebuildProjection:
+				if err := s.project(ctx, "repair "+repair.RepairID+": projection "); err != nil {
+					return s.state, err
+				}
+			}
+		}
+	}
+}
+
+// project runs the idempotent Redis projection of the created order.
+func (s *saga) project(ctx workflow.Context, step string) error {
+	m := s.in.Message
+	var p activities.ProjectionResult
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.ProjectOrderCreated, activities.ProjectionInput{
+		ReservationID: m.ReservationID, OrderID: s.orderID(), ActivityID: m.ActivityID, SKUID: m.SKUID,
+	}).Get(ctx, &p); err != nil {
+		return err
+	}
+	if step != "" {
+		s.state.Steps = append(s.state.Steps, step+p.Text)
+	} else if p.Code < 0 {
+		s.state.Steps = append(s.state.Steps, "redis projection not applied: "+p.Text+" (reconciliation rebuilds it)")
+	}
+	return nil
+}
+
+// drain takes the signals still buffered when the saga is done, so that none
+// is left unhandled: each is named in the saga's steps. A payment signal is
+// only a hint (the order row is the fact); a cancel or repair after the end
+// changes nothing (the operator reads the steps).
+func (s *saga) drain(ctx workflow.Context) {
+	for _, c := range []struct {
+		name string
+		ch   workflow.ReceiveChannel
+	}{{SignalPayment, s.payments}, {SignalCancel, s.cancels}, {SignalRepair, s.repairs}} {
+		name, ch := c.name, c.ch
+		for {
+			var v any
+			if !ch.ReceiveAsync(&v) {
+				break
+			}
+			s.state.Steps = append(s.state.Steps, name+" signal after the end: ignored")
+		}
+	}
+	workflow.GetLogger(ctx).Debug("saga.drained", "reservation_id", s.state.ReservationID)
+}
+
+func (s *saga) orderID() uuid.UUID { return uuid.MustParse(s.state.OrderID) }
+
+// cancel runs the payment-vs-cancel protocol (seed §7.6): CANCEL_PENDING by
+// CAS, ask the provider (query, close), record a payment it reports, else
+// cancel by CAS with NOT EXISTS payment, then release Redis. A PAID order is
+// never cancelled. done=false means the order is not yet expired: wait again.
+func (s *saga) cancel(ctx workflow.Context, expired bool) (bool, error) {
+	oid := s.orderID()
+	var status string
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.BeginCancel, activities.CancelInput{OrderID: oid, RequireExpired: expired}).Get(ctx, &status); err != nil {
+		return true, err
+	}
+	switch status {
+	case StatusPaid, StatusRefunding, StatusRefunded:
+		s.setStatus(ctx, status, "cancel found the order "+status)
+		return true, nil
+	case string(state.OrderCreated), string(state.OrderPaying):
+		s.state.Steps = append(s.state.Steps, "expiry timer fired before the database clock passed expires_at: waiting again")
+		return false, nil
+	case payments.StatusPaymentStarting:
+		// The buyer is starting a payment at the provider right now; the
+		// cancel waits for it (bounded: a stale start stops counting).
+		if err := workflow.Sleep(ctx, paymentStartWait); err != nil {
+			return true, err
+		}
+		return s.cancel(ctx, expired)
+	case StatusCancelled:
+		return true, s.release(ctx)
+	}
+	s.setStatus(ctx, StatusCancelPend, map[bool]string{true: "payment window expired", false: "user asked to cancel"}[expired])
+	var closed activities.CloseResult
+	if err := workflow.ExecuteActivity(providerActivity(ctx), act.CloseAtProvider, oid).Get(ctx, &closed); err != nil {
+		return true, err
+	}
+	if closed.Outcome == activities.ClosePaid {
+		var rec payments.RecordResult
+		if err := workflow.ExecuteActivity(dbActivity(ctx), act.RecordPayment, closed.Evidence).Get(ctx, &rec); err != nil {
+			return true, err
+		}
+		s.setStatus(ctx, rec.OrderStatus, "provider reported the payment during cancel: "+string(rec.Outcome))
+		return true, nil
+	}
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.FinalCancel, oid).Get(ctx, &status); err != nil {
+		return true, err
+	}
+	if status != StatusCancelled {
+		s.setStatus(ctx, status, "a payment won the race: order is "+status)
+		return true, nil
+	}
+	return true, s.release(ctx)
+}
+
+func (s *saga) release(ctx workflow.Context) error {
+	m := s.in.Message
+	var r activities.ProjectionResult
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.ReleaseRedis, activities.ReleaseInput{
+		ReservationID: m.ReservationID, OrderID: s.orderID(), ActivityID: m.ActivityID, SKUID: m.SKUID,
+	}).Get(ctx, &r); err != nil {
+		return err
+	}
+	step := "cancelled; unit given back to redis"
+	if r.Code < 0 {
+		step = "cancelled; redis release not applied (" + r.Text + "): reconciliation rebuilds counters"
+	}
+	s.setStatus(ctx, StatusCancelled, step)
+	return nil
+}
+
+// providerActivity options: calls to the payment provider, retried with
+// backoff (every call is idempotent at the provider).
+func providerActivity(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+		},
+	})
+}
