@@ -1,3 +1,8 @@
+// Package activities holds every Temporal activity of the sagas. Each is a
+// thin adapter: it takes the Temporal view of a step (attempt, lease owner,
+// metrics) and calls the store that owns the rows (internal/orders,
+// internal/inventory, internal/payments, internal/repairs). The SQL lives in
+// those stores, so the reconciler and the API run the same transitions.
 package activities
 
 import (
@@ -6,36 +11,30 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/payments"
 )
 
 // OrderConsumerGroup is the consumer_inbox group of CreateOrder: the order
 // service's idempotency record for ORDER_CREATE_REQUESTED.
-const OrderConsumerGroup = "order-create"
+const OrderConsumerGroup = orders.ConsumerGroup
 
 // Activities holds the dependencies of every saga activity. Register one
 // instance with the worker; workflows refer to methods through a nil
 // *Activities.
 type Activities struct {
 	pool *pgxpool.Pool
-	// verify is a separate pool used to resolve an unknown commit outcome on
-	// a fresh connection (seed §9.8).
-	verify *pgxpool.Pool
-	rdb    redis.Cmdable
-	fp     *failpoint.Set
-	log    *slog.Logger
-	// TerminalTTL keeps terminal Redis keys (reservation, markers) for
-	// replay, payment and audit windows.
-	TerminalTTL time.Duration
-	// Topic is where ORDER_CREATE_REQUESTED arrived from (recorded in the inbox).
-	Topic string
+	fp   *failpoint.Set
+	log  *slog.Logger
 
+	orders   *orders.Store
+	inv      *inventory.Store
 	pay      *payments.Store
 	provider payments.Provider
 	m        *metrics.Saga
@@ -65,12 +64,19 @@ func New(d Deps) (*Activities, error) {
 	if d.Failpoints == nil {
 		d.Failpoints = &failpoint.Set{}
 	}
-	a := &Activities{pool: d.Pool, verify: d.Verify, rdb: d.Redis, fp: d.Failpoints, log: d.Log, Topic: d.Topic,
-		TerminalTTL: d.TerminalTTL, provider: d.Provider}
-	a.pay = payments.NewStore(d.Pool, d.Failpoints)
-	a.m = d.Metrics
-	if a.m == nil {
-		a.m = metrics.NewSaga(prometheus.NewRegistry())
+	if d.Metrics == nil {
+		d.Metrics = metrics.NewSaga(prometheus.NewRegistry())
 	}
+	a := &Activities{pool: d.Pool, fp: d.Failpoints, log: d.Log, provider: d.Provider, m: d.Metrics}
+	var err error
+	if a.orders, err = orders.NewStore(orders.Deps{Pool: d.Pool, Verify: d.Verify, Topic: d.Topic, Failpoints: d.Failpoints,
+		Log: d.Log, Metrics: d.Metrics}); err != nil {
+		return nil, err
+	}
+	if a.inv, err = inventory.NewStore(inventory.Deps{Pool: d.Pool, Redis: d.Redis, Failpoints: d.Failpoints, Log: d.Log,
+		Metrics: d.Metrics, TerminalTTL: d.TerminalTTL}); err != nil {
+		return nil, err
+	}
+	a.pay = payments.NewStore(d.Pool, d.Failpoints)
 	return a, nil
 }

@@ -2,107 +2,29 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/activity"
 
-	"github.com/seckill/seckill/internal/failpoint"
-	"github.com/seckill/seckill/lua"
-	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/internal/inventory"
 )
 
-// CompensateInput names the reservation whose Redis unit is given back.
-type CompensateInput struct {
-	ReservationID uuid.UUID
-	ActivityID    int64
-	SKUID         int64
-}
-
-// CompensateResult is the end of one compensation attempt.
-type CompensateResult struct {
-	// Status is the reservation's status afterwards: COMPENSATED or MANUAL_REVIEW.
-	Status string
-	// LuaCode is compensate.lua's return code (1, 2, -1..-5), 0 if it did not run.
-	LuaCode int64
-	Reason  string
-}
+type (
+	// CompensateInput names the reservation whose Redis unit is given back.
+	CompensateInput = inventory.CompensateInput
+	// CompensateResult is the end of one compensation attempt.
+	CompensateResult = inventory.CompensateResult
+)
 
 // ErrLeaseHeld means another attempt holds the compensation task's lease;
 // the activity retries after it expires.
-var ErrLeaseHeld = errors.New("compensation task lease held by another attempt")
-
-// compensationLease is how long one attempt owns the task (seed §9.7): as
-// long as the activity's start-to-close timeout (workflows.dbActivity), after
-// which Temporal retries an attempt lost with its worker.
-const compensationLease = 10 * time.Second
+var ErrLeaseHeld = inventory.ErrLeaseHeld
 
 // Compensate gives a rejected reservation's unit back to Redis exactly once
-// (seed §9.6, §9.7): PostgreSQL CAS ORDER_REJECTED → COMPENSATING and a task
-// claim by lease, then compensate.lua with the fixed compensation id, then
-// COMPENSATED + task APPLIED. A missing Redis reservation or any conflict
-// never adds stock: task MANUAL, reservation MANUAL_REVIEW.
+// (inventory.Store.Compensate), the task's lease owned by this attempt.
 func (a *Activities) Compensate(ctx context.Context, in CompensateInput) (CompensateResult, error) {
-	owner := leaseOwner(ctx, in.ReservationID)
-	r, err := a.authorizeCompensation(ctx, in.ReservationID)
-	if err != nil {
-		return CompensateResult{}, err
-	}
-	status := r.status
-	switch state.Reservation(status) {
-	case state.ReservationCompensated, state.ReservationManualReview:
-		return CompensateResult{Status: status}, nil
-	case state.ReservationCompensating:
-	default:
-		return CompensateResult{}, fmt.Errorf("reservation %s is %s: compensation not allowed", in.ReservationID, status)
-	}
-	taskStatus, err := a.claimTask(ctx, in.ReservationID, owner)
-	if errors.Is(err, ErrLeaseHeld) {
-		a.m.Compensation.WithLabelValues("lease_held").Inc()
-	}
-	if err != nil {
-		return CompensateResult{}, err
-	}
-	if taskStatus == state.CompensationManual {
-		return CompensateResult{Status: string(state.ReservationManualReview), Reason: "COMPENSATION_TASK_MANUAL"}, nil
-	}
-
-	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
-	rid := in.ReservationID.String()
-	// Too late is not the user's doing: the user may try again.
-	freeGuard := "0"
-	if r.reason == ReasonDeadline {
-		freeGuard = "1"
-	}
-	reply, err := lua.Compensate.Run(ctx, a.rdb,
-		[]string{k.Reservation(rid), k.Counter(), k.CompensationMarker(rid), k.SendDue(), k.User(r.userID)},
-		rid, CompensationKey(in.ReservationID), time.Now().UnixMilli(), a.TerminalTTL.Milliseconds(), freeGuard).Slice()
-	if err != nil {
-		// Unknown whether Redis applied it: the retry runs the script again and
-		// the marker makes that harmless.
-		return CompensateResult{}, fmt.Errorf("compensate.lua: %w", err)
-	}
-	code, text := reply[0].(int64), reply[1].(string)
-	if err := a.fp.Check(failpoint.AfterCompensationLua); err != nil {
-		return CompensateResult{}, err
-	}
-	if code == 1 || code == 2 {
-		if err := a.finishCompensation(ctx, in.ReservationID, owner, text); err != nil {
-			return CompensateResult{}, err
-		}
-		a.m.Compensation.WithLabelValues(map[int64]string{1: "applied", 2: "already_applied"}[code]).Inc()
-		a.log.Info("compensation.redis_applied", "reservation_id", in.ReservationID, "compensation_id", CompensationKey(in.ReservationID), "result", text)
-		return CompensateResult{Status: "COMPENSATED", LuaCode: code, Reason: text}, nil
-	}
-	if err := a.toManual(ctx, in.ReservationID, owner, text); err != nil {
-		return CompensateResult{}, err
-	}
-	a.m.Compensation.WithLabelValues(map[bool]string{true: "redis_missing", false: "state_conflict"}[code == -1]).Inc()
-	a.log.Error("compensation.redis_missing", "reservation_id", in.ReservationID, "lua_code", code, "result", text)
-	return CompensateResult{Status: "MANUAL_REVIEW", LuaCode: code, Reason: text}, nil
+	return a.inv.Compensate(ctx, in, leaseOwner(ctx, in.ReservationID))
 }
 
 // leaseOwner names this attempt: the Temporal activity attempt when run by a
@@ -113,101 +35,4 @@ func leaseOwner(ctx context.Context, rid uuid.UUID) string {
 		return fmt.Sprintf("%s/%s/%d", info.WorkflowExecution.RunID, info.ActivityID, info.Attempt)
 	}
 	return "direct/" + uuid.NewString()
-}
-
-// compensationSubject is what the compensation needs of the reservation row.
-type compensationSubject struct {
-	status string
-	userID int64
-	reason string
-}
-
-// authorizeCompensation moves ORDER_REJECTED → COMPENSATING (the durable
-// decision) and returns the reservation's status after it.
-func (a *Activities) authorizeCompensation(ctx context.Context, rid uuid.UUID) (compensationSubject, error) {
-	var r compensationSubject
-	var reason *string
-	var moved bool
-	err := a.pool.QueryRow(ctx, `
-		WITH moved AS (
-			UPDATE inventory_reservation SET status = 'COMPENSATING', version = version + 1, updated_at = clock_timestamp()
-			WHERE reservation_id = $1 AND status = 'ORDER_REJECTED'
-			RETURNING status, user_id, reason_code)
-		SELECT status, user_id, reason_code, true FROM moved
-		UNION ALL
-		SELECT status, user_id, reason_code, false FROM inventory_reservation
-		WHERE reservation_id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`, rid).Scan(&r.status, &r.userID, &reason, &moved)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, fmt.Errorf("reservation %s: not in PostgreSQL: nothing to compensate", rid)
-	}
-	if err != nil {
-		return r, fmt.Errorf("authorize compensation of %s: %w", rid, err)
-	}
-	if reason != nil {
-		r.reason = *reason
-	}
-	if moved {
-		a.log.Info("compensation.authorized", "reservation_id", rid)
-	}
-	return r, nil
-}
-
-// claimTask takes the task's lease; an APPLIED task needs only the PG finish.
-func (a *Activities) claimTask(ctx context.Context, rid uuid.UUID, owner string) (state.Compensation, error) {
-	var status state.Compensation
-	err := a.pool.QueryRow(ctx, `
-		UPDATE compensation_task
-		SET status = 'CLAIMED', lease_owner = $2, lease_until = clock_timestamp() + $3::interval,
-		    attempt_count = attempt_count + 1, updated_at = clock_timestamp()
-		WHERE task_id = $1
-		  AND (status IN ('PENDING', 'RETRY') OR (status = 'CLAIMED' AND lease_until < clock_timestamp()))
-		RETURNING status`, CompensationTaskID(rid), owner, compensationLease.String()).Scan(&status)
-	if err == nil {
-		return status, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("claim compensation task of %s: %w", rid, err)
-	}
-	if err := a.pool.QueryRow(ctx, `SELECT status FROM compensation_task WHERE task_id = $1`, CompensationTaskID(rid)).Scan(&status); err != nil {
-		return "", fmt.Errorf("read compensation task of %s: %w", rid, err)
-	}
-	switch status {
-	case state.CompensationApplied, state.CompensationVerified, state.CompensationManual:
-		return status, nil
-	}
-	return "", ErrLeaseHeld
-}
-
-func (a *Activities) finishCompensation(ctx context.Context, rid uuid.UUID, owner, result string) error {
-	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
-			UPDATE inventory_reservation SET status = 'COMPENSATED', version = version + 1, updated_at = clock_timestamp()
-			WHERE reservation_id = $1 AND status = 'COMPENSATING'`, rid); err != nil {
-			return fmt.Errorf("reservation %s → COMPENSATED: %w", rid, err)
-		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE compensation_task SET status = 'APPLIED', lease_owner = NULL, lease_until = NULL,
-			    last_result = $3, updated_at = clock_timestamp()
-			WHERE task_id = $1 AND (lease_owner = $2 OR status = 'APPLIED')`, CompensationTaskID(rid), owner, result); err != nil {
-			return fmt.Errorf("compensation task of %s → APPLIED: %w", rid, err)
-		}
-		return nil
-	})
-}
-
-func (a *Activities) toManual(ctx context.Context, rid uuid.UUID, owner, result string) error {
-	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
-			UPDATE compensation_task SET status = 'MANUAL', lease_owner = NULL, lease_until = NULL,
-			    last_result = $3, updated_at = clock_timestamp()
-			WHERE task_id = $1 AND lease_owner = $2`, CompensationTaskID(rid), owner, result); err != nil {
-			return fmt.Errorf("compensation task of %s → MANUAL: %w", rid, err)
-		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE inventory_reservation SET status = 'MANUAL_REVIEW', reason_code = $2, version = version + 1, updated_at = clock_timestamp()
-			WHERE reservation_id = $1 AND status = 'COMPENSATING'`, rid, "COMPENSATION_"+result); err != nil {
-			return fmt.Errorf("reservation %s → MANUAL_REVIEW: %w", rid, err)
-		}
-		return nil
-	})
 }

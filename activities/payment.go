@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/seckill/seckill/internal/payments"
-	"github.com/seckill/seckill/lua"
 )
 
 func (a *Activities) payments() (*payments.Store, error) {
@@ -23,7 +21,7 @@ func (a *Activities) payments() (*payments.Store, error) {
 // OrderStatus reads an order's status from PostgreSQL (a payment signal is a
 // hint; the row is the fact).
 func (a *Activities) OrderStatus(ctx context.Context, orderID uuid.UUID) (string, error) {
-	return payments.NewStore(a.pool, a.fp).Status(ctx, orderID)
+	return a.pay.Status(ctx, orderID)
 }
 
 // CancelInput asks to start cancelling an order.
@@ -42,51 +40,27 @@ func (a *Activities) BeginCancel(ctx context.Context, in CancelInput) (string, e
 	return st.BeginCancel(ctx, in.OrderID, in.RequireExpired)
 }
 
-// Close outcomes.
+// Close outcomes (payments.Close*).
 const (
-	CloseClosed    = "CLOSED"     // the provider closed the unpaid payment
-	CloseNoPayment = "NO_PAYMENT" // the provider never saw a payment for the order
-	ClosePaid      = "PAID"       // the provider says it was paid: record it, never cancel
+	CloseClosed    = payments.CloseClosed
+	CloseNoPayment = payments.CloseNoPayment
+	ClosePaid      = payments.ClosePaid
 )
 
-// CloseResult is what the provider said when asked to close.
-type CloseResult struct {
-	Outcome  string
-	Evidence payments.Evidence
-}
+type (
+	// CloseResult is what the provider said when asked to close.
+	CloseResult = payments.CloseResult
+	// ProviderState is what the provider says of an order's payment.
+	ProviderState = payments.ProviderState
+)
 
 // CloseAtProvider asks the provider about the order's payment (query, then
-// close). It runs outside any transaction; retries are safe (idempotent).
+// close; payments.CloseAt). It runs outside any transaction; retries are safe.
 func (a *Activities) CloseAtProvider(ctx context.Context, orderID uuid.UUID) (CloseResult, error) {
 	if _, err := a.payments(); err != nil {
 		return CloseResult{}, err
 	}
-	p, err := a.provider.FindByOrder(ctx, orderID)
-	if errors.Is(err, payments.ErrNoPayment) {
-		return CloseResult{Outcome: CloseNoPayment}, nil
-	}
-	if err != nil {
-		return CloseResult{}, fmt.Errorf("query provider for %s: %w", orderID, err)
-	}
-	switch p.Status {
-	case "PAID":
-		return CloseResult{Outcome: ClosePaid, Evidence: p.Evidence(a.provider.Name())}, nil
-	case "CLOSED", "REFUNDED":
-		return CloseResult{Outcome: CloseClosed}, nil
-	}
-	closed, err := a.provider.Close(ctx, p.TransactionID)
-	var paid *payments.AlreadyPaidError
-	if errors.As(err, &paid) {
-		a.log.Warn("payment.cancel_race_detected", "order_id", orderID, "transaction_id", p.TransactionID)
-		return CloseResult{Outcome: ClosePaid, Evidence: paid.Payment.Evidence(a.provider.Name())}, nil
-	}
-	if err != nil {
-		return CloseResult{}, fmt.Errorf("close payment %s: %w", p.TransactionID, err)
-	}
-	if closed.Status == "PAID" {
-		return CloseResult{Outcome: ClosePaid, Evidence: closed.Evidence(a.provider.Name())}, nil
-	}
-	return CloseResult{Outcome: CloseClosed}, nil
+	return payments.CloseAt(ctx, a.provider, orderID, a.log)
 }
 
 // RecordPayment records provider evidence (the same transaction the callback runs).
@@ -113,31 +87,6 @@ func (a *Activities) FinalCancel(ctx context.Context, orderID uuid.UUID) (string
 		a.m.Cancel.WithLabelValues(map[bool]string{true: "cancelled", false: "paid_won"}[status == payments.StatusCancelled]).Inc()
 	}
 	return status, err
-}
-
-// ReleaseInput names a cancelled order whose Redis unit is given back.
-type ReleaseInput struct {
-	ReservationID uuid.UUID
-	OrderID       uuid.UUID
-	ActivityID    int64
-	SKUID         int64
-}
-
-// ReleaseRedis gives a cancelled order's unit back to Redis stock once
-// (lua/release.lua). Only after PostgreSQL durably cancelled the order.
-func (a *Activities) ReleaseRedis(ctx context.Context, in ReleaseInput) (ProjectionResult, error) {
-	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
-	rid := in.ReservationID.String()
-	reply, err := lua.Release.Run(ctx, a.rdb, []string{k.Reservation(rid), k.Counter(), k.ReleaseMarker(rid)},
-		rid, "RELEASE:"+in.OrderID.String(), time.Now().UnixMilli(), a.TerminalTTL.Milliseconds()).Slice()
-	if err != nil {
-		return ProjectionResult{}, fmt.Errorf("release.lua: %w", err)
-	}
-	res := ProjectionResult{Code: reply[0].(int64), Text: reply[1].(string)}
-	if res.Code < 0 {
-		a.log.Error("release.redis_not_applied", "reservation_id", rid, "order_id", in.OrderID, "lua_code", res.Code, "result", res.Text)
-	}
-	return res, nil
 }
 
 // BeginRefund moves a payment of a cancelled order to REFUNDING.
@@ -174,27 +123,13 @@ func (a *Activities) FinishRefund(ctx context.Context, r payments.Refund) error 
 	return nil
 }
 
-// ProviderState is what the provider says of an order's payment.
-type ProviderState struct {
-	// Found is false when the provider holds no payment for the order.
-	Found   bool
-	Payment payments.ProviderPayment
-}
-
 // QueryProvider asks the provider about the order's payment without changing
 // anything there.
 func (a *Activities) QueryProvider(ctx context.Context, orderID uuid.UUID) (ProviderState, error) {
 	if _, err := a.payments(); err != nil {
 		return ProviderState{}, err
 	}
-	p, err := a.provider.FindByOrder(ctx, orderID)
-	if errors.Is(err, payments.ErrNoPayment) {
-		return ProviderState{}, nil
-	}
-	if err != nil {
-		return ProviderState{}, fmt.Errorf("query provider for %s: %w", orderID, err)
-	}
-	return ProviderState{Found: true, Payment: p}, nil
+	return payments.QueryAt(ctx, a.provider, orderID)
 }
 
 // ProviderName is the name a's provider's payments are recorded under ("":

@@ -2,42 +2,27 @@ package activities
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/google/uuid"
-
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/internal/inventory"
 )
 
-// ProjectionInput names a created order to project onto Redis.
-type ProjectionInput struct {
-	ReservationID uuid.UUID
-	OrderID       uuid.UUID
-	ActivityID    int64
-	SKUID         int64
-}
+type (
+	// ProjectionInput names a created order to project onto Redis.
+	ProjectionInput = inventory.ProjectionInput
+	// ProjectionResult is order_created.lua's (or release.lua's) answer.
+	ProjectionResult = inventory.ProjectionResult
+	// ReleaseInput names a cancelled order whose Redis unit is given back.
+	ReleaseInput = inventory.ReleaseInput
+)
 
-// ProjectionResult is order_created.lua's answer.
-type ProjectionResult struct {
-	Code int64
-	Text string
-}
-
-// ProjectOrderCreated marks the Redis reservation ORDER_CREATED and moves its
-// unit open_reserved → committed, once (lua/order_created.lua). A missing or
-// conflicting Redis reservation changes nothing and is reported: PostgreSQL
-// holds the order; reconciliation rebuilds the projection.
+// ProjectOrderCreated projects a created order onto Redis once
+// (inventory.Store.ProjectOrderCreated).
 func (a *Activities) ProjectOrderCreated(ctx context.Context, in ProjectionInput) (ProjectionResult, error) {
-	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
-	reply, err := lua.OrderCreated.Run(ctx, a.rdb, []string{k.Reservation(in.ReservationID.String()), k.Counter(), k.SendDue()},
-		in.ReservationID.String(), in.OrderID.String()).Slice()
-	if err != nil {
-		return ProjectionResult{}, fmt.Errorf("order_created.lua: %w", err)
-	}
-	res := ProjectionResult{Code: reply[0].(int64), Text: reply[1].(string)}
-	if res.Code < 0 {
-		a.log.Error("projection.order_created_conflict", "reservation_id", in.ReservationID, "order_id", in.OrderID,
-			"lua_code", res.Code, "result", res.Text)
-	}
-	return res, nil
+	return a.inv.ProjectOrderCreated(ctx, in)
+}
+
+// ReleaseRedis gives a cancelled order's unit back to Redis stock once
+// (inventory.Store.ReleaseRedis). Only after PostgreSQL durably cancelled the order.
+func (a *Activities) ReleaseRedis(ctx context.Context, in ReleaseInput) (ProjectionResult, error) {
+	return a.inv.ReleaseRedis(ctx, in)
 }

@@ -128,12 +128,8 @@ func (r *convRig) orderStatus(t *testing.T, m events.OrderCreateRequested) strin
 
 func (r *convRig) reconciler(t *testing.T) *reconcile.Reconciler {
 	t.Helper()
-	acts, err := activities.New(activities.Deps{Pool: r.conns.Pool, Verify: r.conns.Verify, Redis: r.conns.Redis, Log: logger(),
-		Topic: r.cfg.TopicOrderCreate, TerminalTTL: time.Hour, Provider: r.conns.Provider})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := reconcile.New(r.conns.Pool, r.conns.Redis, acts, metrics.NewReconcile(prometheus.NewRegistry()), logger(), time.Millisecond)
+	rec, err := reconcile.New(r.conns.Pool, r.conns.Redis, testenv.Stores(t, r.conns.Pool, r.conns.Redis, r.conns.Provider),
+		metrics.NewReconcile(prometheus.NewRegistry()), logger(), time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +190,7 @@ func TestLostSagaIsResumedAndCancels(t *testing.T) {
 	if err := r.tc.TerminateWorkflow(ctx, run2.GetID(), run2.GetRunID(), "by mistake"); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := checkout.NewService(r.conns.Pool, r.conns.Provider, r.tc, r.cfg.TemporalTaskQueue,
+	svc, err := checkout.NewService(r.conns.Pool, r.conns.Provider, r.sagas(t),
 		func(string, string, string, []byte, time.Time) error { return nil }, "http://127.0.0.1:1/cb", logger(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -264,4 +260,14 @@ func TestInvalidRepairDoesNotBlockExpiry(t *testing.T) {
 	if err := r.conns.Pool.QueryRow(ctx, `SELECT status FROM repair_task WHERE repair_id = $1`, "bad-"+m.ReservationID.String()[:8]).Scan(&status); err != nil || status != "REFUSED" {
 		t.Fatalf("repair_task = %q, %v; want REFUSED", status, err)
 	}
+}
+
+// sagas is what the API asks of the sagas, over the rig's Temporal client.
+func (r *convRig) sagas(t *testing.T) *workflows.Sagas {
+	t.Helper()
+	s, err := workflows.NewSagas(r.tc, r.cfg.TemporalTaskQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/seckill/seckill/activities"
-	"github.com/seckill/seckill/internal/checkout"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/paysim"
@@ -130,7 +129,7 @@ func TestRecordSagaHistories(t *testing.T) {
 		t.Fatalf("late payment = %+v, %v", res, err)
 	}
 	in := workflows.RefundInput{PaymentID: res.PaymentID, ActivityID: m.ActivityID, SKUID: m.SKUID}
-	if err := checkout.StartRefund(ctx, r.tc, r.cfg.TemporalTaskQueue, in); err != nil {
+	if err := workflows.StartRefund(ctx, r.tc, r.cfg.TemporalTaskQueue, in); err != nil {
 		t.Fatal(err)
 	}
 	refundID := workflows.RefundWorkflowID(res.PaymentID.String())

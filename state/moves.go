@@ -10,15 +10,15 @@ var ReservationMoves = Machine[Reservation]{
 	States: []Reservation{ReservationReserved, ReservationOrderCreated, ReservationOrderRejected,
 		ReservationCompensating, ReservationCompensated, ReservationCancelled, ReservationManualReview},
 	Moves: []Move[Reservation]{
-		{"", ReservationReserved, "activities/order.go orderTx"},
-		{"", ReservationReserved, "activities/order.go RejectOverdue"}, // a reservation PostgreSQL never saw, rejected at once
-		{ReservationReserved, ReservationOrderCreated, "activities/order.go createOrReject"},
-		{ReservationReserved, ReservationOrderRejected, "activities/order.go reject"},
-		{ReservationOrderRejected, ReservationCompensating, "activities/compensate.go authorizeCompensation"},
-		{ReservationCompensating, ReservationCompensated, "activities/compensate.go finishCompensation"},
-		{ReservationCompensating, ReservationManualReview, "activities/compensate.go toManual"},
-		{ReservationManualReview, ReservationOrderRejected, "activities/repair.go applyRepair"}, // retry-compensation
-		{ReservationOrderCreated, ReservationCancelled, "internal/payments/cancel.go FinalCancel"},
+		{"", ReservationReserved, "internal/inventory/reservation.go Record"},
+		{"", ReservationReserved, "internal/inventory/overdue.go rejectOverdueTx"}, // a reservation PostgreSQL never saw, rejected at once
+		{ReservationReserved, ReservationOrderCreated, "internal/inventory/reservation.go ToOrderCreated"},
+		{ReservationReserved, ReservationOrderRejected, "internal/inventory/reservation.go Reject"},
+		{ReservationOrderRejected, ReservationCompensating, "internal/inventory/compensate.go authorizeCompensation"},
+		{ReservationCompensating, ReservationCompensated, "internal/inventory/compensate.go finishCompensation"},
+		{ReservationCompensating, ReservationManualReview, "internal/inventory/compensate.go toManual"},
+		{ReservationManualReview, ReservationOrderRejected, "internal/inventory/reservation.go RetryCompensation"}, // retry-compensation
+		{ReservationOrderCreated, ReservationCancelled, "internal/inventory/reservation.go Cancel"},
 	},
 }
 
@@ -52,17 +52,17 @@ var OrderMoves = Machine[Order]{
 	Table:  "orders",
 	States: []Order{OrderCreated, OrderPaying, OrderCancelPending, OrderPaid, OrderCancelled, OrderRefunding, OrderRefunded},
 	Moves: []Move[Order]{
-		{"", OrderCreated, "activities/order.go createOrReject"},
-		{OrderCreated, OrderPaying, "internal/payments/intent.go BeginPayment"},
-		{OrderPaying, OrderPaying, "internal/payments/intent.go BeginPayment"}, // a second payment attempt
-		{OrderCreated, OrderCancelPending, "internal/payments/cancel.go BeginCancel"},
-		{OrderPaying, OrderCancelPending, "internal/payments/cancel.go BeginCancel"},
-		{OrderCreated, OrderPaid, "internal/payments/store.go payOrder"},
-		{OrderPaying, OrderPaid, "internal/payments/store.go payOrder"},
-		{OrderCancelPending, OrderPaid, "internal/payments/store.go payOrder"}, // the payment won the race
-		{OrderCancelPending, OrderCancelled, "internal/payments/cancel.go FinalCancel"},
-		{OrderCancelled, OrderRefunding, "internal/payments/refund.go BeginRefund"}, // a payment after the cancel
-		{OrderRefunding, OrderRefunded, "internal/payments/refund.go FinishRefund"},
+		{"", OrderCreated, "internal/orders/orders.go Insert"},
+		{OrderCreated, OrderPaying, "internal/orders/orders.go ToPaying"},
+		{OrderPaying, OrderPaying, "internal/orders/orders.go ToPaying"}, // a second payment attempt
+		{OrderCreated, OrderCancelPending, "internal/orders/orders.go BeginCancel"},
+		{OrderPaying, OrderCancelPending, "internal/orders/orders.go BeginCancel"},
+		{OrderCreated, OrderPaid, "internal/orders/orders.go Pay"},
+		{OrderPaying, OrderPaid, "internal/orders/orders.go Pay"},
+		{OrderCancelPending, OrderPaid, "internal/orders/orders.go Pay"}, // the payment won the race
+		{OrderCancelPending, OrderCancelled, "internal/orders/orders.go Cancel"},
+		{OrderCancelled, OrderRefunding, "internal/orders/orders.go ToRefunding"}, // a payment after the cancel
+		{OrderRefunding, OrderRefunded, "internal/orders/orders.go ToRefunded"},
 	},
 }
 
@@ -104,14 +104,14 @@ var CompensationMoves = Machine[Compensation]{
 	States: []Compensation{CompensationPending, CompensationClaimed, CompensationRetry, CompensationApplied,
 		CompensationVerified, CompensationManual},
 	Moves: []Move[Compensation]{
-		{"", CompensationPending, "activities/order.go reject"},
-		{CompensationPending, CompensationClaimed, "activities/compensate.go claimTask"},
-		{CompensationRetry, CompensationClaimed, "activities/compensate.go claimTask"},
-		{CompensationClaimed, CompensationClaimed, "activities/compensate.go claimTask"}, // its lease ran out
-		{CompensationClaimed, CompensationApplied, "activities/compensate.go finishCompensation"},
-		{CompensationApplied, CompensationApplied, "activities/compensate.go finishCompensation"},
-		{CompensationClaimed, CompensationManual, "activities/compensate.go toManual"},
-		{CompensationManual, CompensationRetry, "activities/repair.go applyRepair"}, // retry-compensation
+		{"", CompensationPending, "internal/inventory/reservation.go Reject"},
+		{CompensationPending, CompensationClaimed, "internal/inventory/compensate.go claimTask"},
+		{CompensationRetry, CompensationClaimed, "internal/inventory/compensate.go claimTask"},
+		{CompensationClaimed, CompensationClaimed, "internal/inventory/compensate.go claimTask"}, // its lease ran out
+		{CompensationClaimed, CompensationApplied, "internal/inventory/compensate.go finishCompensation"},
+		{CompensationApplied, CompensationApplied, "internal/inventory/compensate.go finishCompensation"},
+		{CompensationClaimed, CompensationManual, "internal/inventory/compensate.go toManual"},
+		{CompensationManual, CompensationRetry, "internal/inventory/reservation.go RetryCompensation"}, // retry-compensation
 	},
 }
 
@@ -149,13 +149,13 @@ var RepairMoves = Machine[Repair]{
 	Table:  "repair_task",
 	States: []Repair{RepairPending, RepairApplied, RepairRefused, RepairManual, RepairFailed},
 	Moves: []Move[Repair]{
-		{"", RepairApplied, "activities/repair.go applyRepair"},
-		{"", RepairRefused, "activities/repair.go applyRepair"},
-		{"", RepairPending, "internal/reconcile/reconcile.go record"},
-		{"", RepairManual, "internal/reconcile/reconcile.go record"},
-		{RepairFailed, RepairPending, "internal/reconcile/reconcile.go record"},  // retried by a later run
-		{RepairPending, RepairPending, "internal/reconcile/reconcile.go record"}, // stale, taken over
-		{RepairPending, RepairApplied, "internal/reconcile/reconcile.go autoKeyed"},
-		{RepairPending, RepairFailed, "internal/reconcile/reconcile.go autoKeyed"},
+		{"", RepairApplied, "internal/repairs/manual.go Apply"},
+		{"", RepairRefused, "internal/repairs/manual.go Apply"},
+		{"", RepairPending, "internal/repairs/repairs.go Claim"},
+		{"", RepairManual, "internal/repairs/repairs.go Claim"},
+		{RepairFailed, RepairPending, "internal/repairs/repairs.go Claim"},  // retried by a later run
+		{RepairPending, RepairPending, "internal/repairs/repairs.go Claim"}, // stale, taken over
+		{RepairPending, RepairApplied, "internal/repairs/repairs.go Finish"},
+		{RepairPending, RepairFailed, "internal/repairs/repairs.go Finish"},
 	},
 }

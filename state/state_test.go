@@ -84,7 +84,7 @@ func TestAllowsAndInto(t *testing.T) {
 	for _, mv := range m.Into(state.OrderCancelled) {
 		by = append(by, mv.By)
 	}
-	if want := []string{"internal/payments/cancel.go FinalCancel"}; !slices.Equal(by, want) {
+	if want := []string{"internal/orders/orders.go Cancel"}; !slices.Equal(by, want) {
 		t.Errorf("where an order becomes CANCELLED = %v, want %v", by, want)
 	}
 	if !m.Known(state.OrderRefunded) || m.Known("SHIPPED") {

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/seckill/seckill/internal/reconcile"
+	"github.com/seckill/seckill/activities"
 )
 
 // Reconciliation names.
@@ -17,18 +17,18 @@ const (
 	ReconcileWorkflowIDPrefix = "reconcile-"
 )
 
-var recAct *reconcile.Activities
+var recAct *activities.Reconciliation
 
 // ReconcileWorkflow runs one reconciliation (seed §13.5). The Temporal
 // Schedule ReconcileScheduleID starts it periodically (overlap: skip), and
 // `seckill reconcile run` on demand. Two at once are harmless: every repair
 // has a fixed repair_id.
-func ReconcileWorkflow(ctx workflow.Context, in reconcile.Input) (reconcile.Summary, error) {
+func ReconcileWorkflow(ctx workflow.Context, in activities.ReconcileInput) (activities.ReconcileSummary, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 5 * time.Second, MaximumAttempts: 3},
 	})
-	var s reconcile.Summary
+	var s activities.ReconcileSummary
 	err := workflow.ExecuteActivity(ctx, recAct.Reconcile, in).Get(ctx, &s)
 	return s, err
 }

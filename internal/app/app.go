@@ -25,6 +25,7 @@ import (
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/mq"
 	"github.com/seckill/seckill/internal/payments"
@@ -40,6 +41,7 @@ import (
 	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workers/sagaworker"
 	"github.com/seckill/seckill/workers/senddue"
+	"github.com/seckill/seckill/workflows"
 )
 
 // Worker parts `seckill worker` can run.
@@ -197,7 +199,11 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 		Limits: api.Limits{PerUser: cfg.RateLimitUser, PerIP: cfg.RateLimitIP, ReadPerUser: cfg.RateLimitRead,
 			Window: cfg.RateLimitWindow, TrustedProxies: proxies}}
 	if conns.Temporal != nil {
-		co, err := checkout.NewService(conns.Pool, conns.Provider, conns.Temporal, cfg.TemporalTaskQueue,
+		sagas, err := workflows.NewSagas(conns.Temporal, cfg.TemporalTaskQueue)
+		if err != nil {
+			return nil, err
+		}
+		co, err := checkout.NewService(conns.Pool, conns.Provider, sagas,
 			payments.PaysimVerifier(cfg.PaysimSecretBytes(), cfg.CallbackTolerance), cfg.CallbackURL, log, tel.Saga)
 		if err != nil {
 			return nil, err
@@ -208,93 +214,163 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 	return api.NewRouter(deps), nil
 }
 
+// worker is one part's start: it returns the part's run loop (nil when
+// the part runs in the background of a client, like the Temporal worker and
+// the consumer) and what to stop when the process ends.
+type worker func(ctx context.Context, w *Wiring) (run func(context.Context) error, stop func(), err error)
+
+// Wiring is what every part is built from.
+type Wiring struct {
+	Cfg   config.Config
+	Conns *Conns
+	Tel   *Telemetry
+	FP    *failpoint.Set
+	Log   *slog.Logger
+}
+
+// parts is the composition root: each worker part and how it is built.
+var parts = map[string]worker{
+	PartSendDue:    sendDueWorker,
+	PartOutbox:     outboxWorker,
+	PartDeadLetter: deadLetterWorker,
+	PartRefunds:    refundWorker,
+	PartSaga:       sagaWorker,
+	PartStarter:    starterWorker,
+}
+
+// startOrder starts the consumer that starts sagas last (and stops it first).
+var startOrder = []string{PartSendDue, PartOutbox, PartDeadLetter, PartRefunds, PartSaga, PartStarter}
+
 // RunWorkers runs the given parts on conns until ctx ends. conns.Temporal
-// must be set for the starter and saga parts.
-func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, parts []string, tel *Telemetry,
+// must be set for the starter, saga and refunds parts.
+func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, names []string, tel *Telemetry,
 	fp *failpoint.Set, log *slog.Logger) error {
-	reg := tel.Registry
-	run := func(p string) bool { return slices.Contains(parts, p) }
-	if NeedsTemporal(parts) && conns.Temporal == nil {
+	if NeedsTemporal(names) && conns.Temporal == nil {
 		return errors.New("app: the starter, saga and refunds parts need a Temporal client")
 	}
+	w := &Wiring{Cfg: cfg, Conns: conns, Tel: tel, FP: fp, Log: log}
 	g, gctx := errgroup.WithContext(ctx)
-	if run(PartSendDue) {
-		scan, err := senddue.New(conns.Redis, conns.Producer, senddue.Options{Topic: cfg.TopicOrderCreate, Lease: cfg.SendLease,
-			SendTimeout: cfg.MQSendTimeout, MaxBackoff: cfg.SendMaxBackoff, RecheckAfter: cfg.SendRecheckAfter,
-			Interval: 200 * time.Millisecond},
-			tel.Reservation, log)
-		if err != nil {
-			return err
+	for _, name := range startOrder {
+		if !slices.Contains(names, name) {
+			continue
 		}
-		g.Go(func() error { return scan.Run(gctx) })
+		run, stop, err := parts[name](gctx, w)
+		if err != nil {
+			return fmt.Errorf("worker part %s: %w", name, err)
+		}
+		if stop != nil {
+			defer stop()
+		}
+		if run != nil {
+			g.Go(func() error { return run(gctx) })
+		}
 	}
-	if run(PartOutbox) {
-		relay, err := outboxrelay.New(conns.Pool, conns.Producer, outboxrelay.Options{Topic: cfg.TopicEvents, SendTimeout: cfg.MQSendTimeout}, reg, log)
-		if err != nil {
-			return err
-		}
-		g.Go(func() error { return relay.Run(gctx) })
-	}
-	if run(PartDeadLetter) {
-		dl, err := deadletter.New(conns.Pool, deadletter.Options{NameServers: cfg.RocketMQNameServers, Group: cfg.StarterGroup,
-			DefaultTopic: cfg.TopicOrderCreate}, reg, log)
-		if err != nil {
-			return err
-		}
-		g.Go(func() error { return dl.Run(gctx) })
-	}
-	if run(PartRefunds) {
-		relay, err := refundrelay.New(conns.Pool, conns.Temporal, refundrelay.Options{TaskQueue: cfg.TemporalTaskQueue}, reg, log)
-		if err != nil {
-			return err
-		}
-		g.Go(func() error { return relay.Run(gctx) })
-	}
-	if run(PartSaga) {
-		acts, err := activities.New(activities.Deps{Pool: conns.Pool, Verify: conns.Verify, Redis: conns.Redis, Failpoints: fp,
-			Log: log, Topic: cfg.TopicOrderCreate, TerminalTTL: cfg.ReservationTTL, Provider: conns.Provider, Metrics: tel.Saga})
-		if err != nil {
-			return err
-		}
-		rec, err := reconcile.New(conns.Pool, conns.Redis, acts, tel.Reconcile, log, cfg.ReconcileWatermark)
-		if err != nil {
-			return err
-		}
-		sagas, err := sagastarter.NewControl(conns.Temporal, cfg.TemporalTaskQueue)
-		if err != nil {
-			return err
-		}
-		rec.SetSagas(sagas)
-		w, err := sagaworker.New(conns.Temporal, cfg.TemporalTaskQueue, acts, &reconcile.Activities{R: rec}, int(cfg.PGMaxConns),
-			temporalx.InterceptorOptions{Registerer: reg, AttemptsAlert: cfg.ActivityAttemptsAlert, Logger: log})
-		if err != nil {
-			return err
-		}
-		if err := w.Start(); err != nil {
-			return fmt.Errorf("start temporal worker: %w", err)
-		}
-		defer w.Stop()
-	}
-	if run(PartStarter) {
-		st, err := sagastarter.New(conns.Pool, conns.Temporal, cfg.TemporalTaskQueue, reg, log)
-		if err != nil {
-			return err
-		}
-		st.PayloadConflicts = tel.Saga.InboxPayloadConflict
-		st.Failpoints = fp
-		cons, err := mq.NewConsumer(cfg.RocketMQNameServers, cfg.StarterGroup, cfg.TopicOrderCreate, st.Handle,
-			mq.ConsumerOptions{Concurrency: cfg.ConsumerConcurrency, FromLatest: cfg.StarterFromLatest})
-		if err != nil {
-			return err
-		}
-		if err := cons.Start(); err != nil {
-			return err
-		}
-		defer cons.Close()
-	}
-	log.Info("worker.started", "parts", parts)
+	log.Info("worker.started", "parts", names)
 	<-gctx.Done()
 	return g.Wait()
+}
+
+func sendDueWorker(_ context.Context, w *Wiring) (func(context.Context) error, func(), error) {
+	cfg := w.Cfg
+	scan, err := senddue.New(w.Conns.Redis, w.Conns.Producer, senddue.Options{Topic: cfg.TopicOrderCreate, Lease: cfg.SendLease,
+		SendTimeout: cfg.MQSendTimeout, MaxBackoff: cfg.SendMaxBackoff, RecheckAfter: cfg.SendRecheckAfter,
+		Interval: 200 * time.Millisecond}, w.Tel.Reservation, w.Log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return scan.Run, nil, nil
+}
+
+func outboxWorker(_ context.Context, w *Wiring) (func(context.Context) error, func(), error) {
+	relay, err := outboxrelay.New(w.Conns.Pool, w.Conns.Producer, outboxrelay.Options{Topic: w.Cfg.TopicEvents,
+		SendTimeout: w.Cfg.MQSendTimeout}, w.Tel.Registry, w.Log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return relay.Run, nil, nil
+}
+
+func deadLetterWorker(_ context.Context, w *Wiring) (func(context.Context) error, func(), error) {
+	dl, err := deadletter.New(w.Conns.Pool, deadletter.Options{NameServers: w.Cfg.RocketMQNameServers, Group: w.Cfg.StarterGroup,
+		DefaultTopic: w.Cfg.TopicOrderCreate}, w.Tel.Registry, w.Log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dl.Run, nil, nil
+}
+
+func refundWorker(_ context.Context, w *Wiring) (func(context.Context) error, func(), error) {
+	relay, err := refundrelay.New(w.Conns.Pool, w.Conns.Temporal, refundrelay.Options{TaskQueue: w.Cfg.TemporalTaskQueue},
+		w.Tel.Registry, w.Log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return relay.Run, nil, nil
+}
+
+// Stores builds the stores the reconciler repairs through (the same the
+// saga's activities use).
+func Stores(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.Set, log *slog.Logger) (reconcile.Stores, error) {
+	inv, err := inventory.NewStore(inventory.Deps{Pool: conns.Pool, Redis: conns.Redis, Failpoints: fp, Log: log,
+		Metrics: tel.Saga, TerminalTTL: cfg.ReservationTTL})
+	if err != nil {
+		return reconcile.Stores{}, err
+	}
+	return reconcile.Stores{Inventory: inv, Payments: payments.NewStore(conns.Pool, fp), Provider: conns.Provider}, nil
+}
+
+func sagaWorker(_ context.Context, w *Wiring) (func(context.Context) error, func(), error) {
+	cfg, conns := w.Cfg, w.Conns
+	acts, err := activities.New(activities.Deps{Pool: conns.Pool, Verify: conns.Verify, Redis: conns.Redis, Failpoints: w.FP,
+		Log: w.Log, Topic: cfg.TopicOrderCreate, TerminalTTL: cfg.ReservationTTL, Provider: conns.Provider, Metrics: w.Tel.Saga})
+	if err != nil {
+		return nil, nil, err
+	}
+	stores, err := Stores(cfg, conns, w.Tel, w.FP, w.Log)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := reconcile.New(conns.Pool, conns.Redis, stores, w.Tel.Reconcile, w.Log, cfg.ReconcileWatermark)
+	if err != nil {
+		return nil, nil, err
+	}
+	sagas, err := sagastarter.NewControl(conns.Temporal, cfg.TemporalTaskQueue)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec.SetSagas(sagas)
+	recAct, err := activities.NewReconciliation(rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	tw, err := sagaworker.New(conns.Temporal, cfg.TemporalTaskQueue, acts, recAct, int(cfg.PGMaxConns),
+		temporalx.InterceptorOptions{Registerer: w.Tel.Registry, AttemptsAlert: cfg.ActivityAttemptsAlert, Logger: w.Log})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := tw.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start temporal worker: %w", err)
+	}
+	return nil, tw.Stop, nil
+}
+
+func starterWorker(_ context.Context, w *Wiring) (func(context.Context) error, func(), error) {
+	cfg := w.Cfg
+	st, err := sagastarter.New(w.Conns.Pool, w.Conns.Temporal, cfg.TemporalTaskQueue, w.Tel.Registry, w.Log)
+	if err != nil {
+		return nil, nil, err
+	}
+	st.PayloadConflicts = w.Tel.Saga.InboxPayloadConflict
+	st.Failpoints = w.FP
+	cons, err := mq.NewConsumer(cfg.RocketMQNameServers, cfg.StarterGroup, cfg.TopicOrderCreate, st.Handle,
+		mq.ConsumerOptions{Concurrency: cfg.ConsumerConcurrency, FromLatest: cfg.StarterFromLatest})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cons.Start(); err != nil {
+		return nil, nil, err
+	}
+	return nil, func() { cons.Close() }, nil
 }
 
 // ServeHTTP runs srv until ctx ends, then shuts it down gracefully.

@@ -26,6 +26,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/paysim"
 	"github.com/seckill/seckill/workers/refundrelay"
+	"github.com/seckill/seckill/workflows"
 )
 
 var secret = bytes.Repeat([]byte{9}, 32)
@@ -112,7 +113,7 @@ func newRig(t *testing.T) *rig {
 	mustExec(t, pool, `INSERT INTO payment_intent (order_id, provider, provider_transaction_id, amount_cents, status)
 		VALUES ($1, $2, $3, 4999, 'OPEN')`, orderID, payments.ProviderName, "txn_"+orderID.String()[:8])
 	tc := &signals{}
-	svc, err := checkout.NewService(pool, intentProvider{pool: pool}, tc, "q", payments.PaysimVerifier(secret, 5*time.Minute),
+	svc, err := checkout.NewService(pool, intentProvider{pool: pool}, sagasOf(t, tc), payments.PaysimVerifier(secret, 5*time.Minute),
 		"http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +259,7 @@ func TestCallbackForUnknownOrderIsKeptAndNotAcknowledged(t *testing.T) {
 	// The provider does hold a paid transaction for that order id.
 	txn := "txn_" + ghost.String()[:8]
 	svc, err := checkout.NewService(r.pool, confirmingProvider{paid: map[string]payments.ProviderPayment{
-		txn: {TransactionID: txn, OrderID: ghost, AmountCents: 4999, Status: "PAID", PaidAt: now}}}, r.tc, "q",
+		txn: {TransactionID: txn, OrderID: ghost, AmountCents: 4999, Status: "PAID", PaidAt: now}}}, sagasOf(t, r.tc),
 		payments.PaysimVerifier(secret, 5*time.Minute), "http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -433,7 +434,7 @@ func TestNoProviderTransactionForAnOrderBeingCancelled(t *testing.T) {
 	ctx := context.Background()
 	store := payments.NewStore(r.pool, nil)
 	prov := &racingProvider{}
-	svc, err := checkout.NewService(r.pool, prov, r.tc, "q", payments.PaysimVerifier(secret, 5*time.Minute),
+	svc, err := checkout.NewService(r.pool, prov, sagasOf(t, r.tc), payments.PaysimVerifier(secret, 5*time.Minute),
 		"http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -541,7 +542,7 @@ func TestCallbackIsBoundToItsPayment(t *testing.T) {
 		"txn_other_channel": {TransactionID: "txn_other_channel", OrderID: r.orderID, AmountCents: 4999, Status: "PAID", PaidAt: time.Now()},
 		"txn_wrong_amount":  {TransactionID: "txn_wrong_amount", OrderID: r.orderID, AmountCents: 1, Status: "PAID", PaidAt: time.Now()},
 	}}
-	svc, err := checkout.NewService(r.pool, prov, r.tc, "q", payments.PaysimVerifier(secret, 5*time.Minute),
+	svc, err := checkout.NewService(r.pool, prov, sagasOf(t, r.tc), payments.PaysimVerifier(secret, 5*time.Minute),
 		"http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -593,9 +594,9 @@ func TestCallbackForTheOrdersOwnTransactionNeedsTheProvider(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	txn := "txn_" + r.orderID.String()[:8]
-	for i, status := range []string{"PENDING", "CLOSED", "REFUNDED"} {
+	for i, status := range []payments.ProviderStatus{"PENDING", "CLOSED", "REFUNDED"} {
 		svc, err := checkout.NewService(r.pool, confirmingProvider{paid: map[string]payments.ProviderPayment{
-			txn: {TransactionID: txn, OrderID: r.orderID, AmountCents: 4999, Status: status}}}, r.tc, "q",
+			txn: {TransactionID: txn, OrderID: r.orderID, AmountCents: 4999, Status: status}}}, sagasOf(t, r.tc),
 			payments.PaysimVerifier(secret, 5*time.Minute), "http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -623,4 +624,14 @@ func TestCallbackForTheOrdersOwnTransactionNeedsTheProvider(t *testing.T) {
 	if err := r.pool.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1`, r.orderID).Scan(&status); err != nil || status != "PAID" {
 		t.Fatalf("order %s (%v), want PAID", status, err)
 	}
+}
+
+// sagasOf is the service's view of the (fake) Temporal client tc.
+func sagasOf(t *testing.T, tc workflows.Temporal) *workflows.Sagas {
+	t.Helper()
+	s, err := workflows.NewSagas(tc, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -1,7 +1,8 @@
 // Package checkout is the gateway's order and payment operations: read an
 // order, start its payment at the provider, ask its saga to cancel it, and
 // take the provider's signed callbacks. PostgreSQL transitions live in
-// internal/payments; the sagas in workflows.
+// internal/payments and internal/orders; what is asked of the sagas goes
+// through Sagas (workflows.Sagas over Temporal).
 package checkout
 
 import (
@@ -18,24 +19,25 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 
-	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/jsonx"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/state"
-	"github.com/seckill/seckill/workflows"
 )
 
-// Signaller is the part of the Temporal client the service needs.
-type Signaller interface {
-	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
-	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
-		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
-	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+// Sagas is what the service asks of the reservation sagas and refunds.
+type Sagas interface {
+	// Cancel asks the reservation's saga to cancel its order; a saga that is
+	// gone is resumed from m with the cancel as its first signal.
+	Cancel(ctx context.Context, m events.OrderCreateRequested, reason string) error
+	// Paid tells the reservation's saga that its order was paid (a hint).
+	Paid(ctx context.Context, reservationID uuid.UUID, transactionID string) error
+	// StartRefund starts a payment's refund (idempotent by the payment).
+	StartRefund(ctx context.Context, paymentID uuid.UUID, activityID, skuID int64) error
 }
 
 // Verifier checks a provider callback's signature headers over body.
@@ -47,8 +49,7 @@ type Service struct {
 	store       *payments.Store
 	pool        *pgxpool.Pool
 	provider    payments.Provider
-	temporal    Signaller
-	taskQueue   string
+	sagas       Sagas
 	verify      Verifier
 	callbackURL string
 	log         *slog.Logger
@@ -57,15 +58,15 @@ type Service struct {
 }
 
 // NewService builds the Service; every dependency is required.
-func NewService(pool *pgxpool.Pool, provider payments.Provider, tc Signaller, taskQueue string, verify Verifier,
+func NewService(pool *pgxpool.Pool, provider payments.Provider, sagas Sagas, verify Verifier,
 	callbackURL string, log *slog.Logger, m *metrics.Saga) (*Service, error) {
-	if pool == nil || provider == nil || tc == nil || taskQueue == "" || verify == nil || callbackURL == "" || log == nil {
+	if pool == nil || provider == nil || sagas == nil || verify == nil || callbackURL == "" || log == nil {
 		return nil, errors.New("checkout: nil dependency")
 	}
 	if m == nil {
 		m = metrics.NewSaga(prometheus.NewRegistry())
 	}
-	return &Service{store: payments.NewStore(pool, nil), pool: pool, provider: provider, temporal: tc, taskQueue: taskQueue,
+	return &Service{store: payments.NewStore(pool, nil), pool: pool, provider: provider, sagas: sagas,
 		verify: verify, callbackURL: callbackURL, log: log, now: time.Now, m: m}, nil
 }
 
@@ -174,16 +175,11 @@ func (s *Service) RequestCancel(ctx context.Context, userID int64, orderID uuid.
 	if o.Status != payments.StatusCreated && o.Status != payments.StatusPaying {
 		return &StateError{"cancel", o.Status}
 	}
-	m, err := activities.ReservationMessage(ctx, s.pool, o.ReservationID)
+	m, err := inventory.Message(ctx, s.pool, o.ReservationID)
 	if err != nil {
 		return err
 	}
-	if _, err := s.temporal.SignalWithStartWorkflow(ctx, workflows.ReservationWorkflowID(o.ReservationID.String()), workflows.SignalCancel,
-		workflows.CancelSignal{Reason: reason}, workflows.ResumeStartOptions(s.taskQueue, m), workflows.ReservationSaga,
-		workflows.SagaInput{Message: m, Resume: true}); err != nil {
-		return fmt.Errorf("signal saga: %w", err)
-	}
-	return nil
+	return s.sagas.Cancel(ctx, m, reason)
 }
 
 // CallbackBody is a provider's payment.succeeded callback.
@@ -261,8 +257,7 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 	s.log.Info("payment.recorded", "webhook_id", id, "payment_id", res.PaymentID, "order_id", cb.MerchantOrderID, "result", result)
 	switch res.Outcome {
 	case payments.Paid:
-		if err := s.temporal.SignalWorkflow(ctx, workflows.ReservationWorkflowID(res.ReservationID.String()), "", workflows.SignalPayment,
-			workflows.PaymentSignal{TransactionID: cb.TransactionID}); err != nil {
+		if err := s.sagas.Paid(ctx, res.ReservationID, cb.TransactionID); err != nil {
 			// PostgreSQL holds the fact; the saga reads it on its next step.
 			s.log.Warn("payment.signal_failed", "order_id", cb.MerchantOrderID, "error", err)
 		}
@@ -310,7 +305,7 @@ func (s *Service) confirm(ctx context.Context, cb CallbackBody) error {
 			return unconfirmed("the provider says the transaction was refunded: it cannot pay an open order")
 		}
 	case p.Status != "PAID":
-		return unconfirmed("the provider says the transaction is " + p.Status)
+		return unconfirmed("the provider says the transaction is " + string(p.Status))
 	}
 	return nil
 }
@@ -358,21 +353,5 @@ func (s *Service) unknownOrder(ctx context.Context, id string, cb CallbackBody, 
 
 // StartRefund starts the payment's refund workflow (idempotent by its ID).
 func (s *Service) StartRefund(ctx context.Context, paymentID uuid.UUID, activityID, skuID int64) error {
-	return StartRefund(ctx, s.temporal, s.taskQueue, workflows.RefundInput{PaymentID: paymentID, ActivityID: activityID, SKUID: skuID})
-}
-
-// Starter is the part of the Temporal client that starts workflows.
-type Starter interface {
-	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
-}
-
-// StartRefund starts in's RefundWorkflow; one already running (or done) is
-// success.
-func StartRefund(ctx context.Context, tc Starter, taskQueue string, in workflows.RefundInput) error {
-	_, err := tc.ExecuteWorkflow(ctx, workflows.RefundStartOptions(taskQueue, in), workflows.RefundWorkflow, in)
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if err != nil && !errors.As(err, &started) {
-		return fmt.Errorf("start refund of %s: %w", in.PaymentID, err)
-	}
-	return nil
+	return s.sagas.StartRefund(ctx, paymentID, activityID, skuID)
 }

@@ -9,7 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/inventory"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/outbox"
+	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/state"
 )
 
 // paymentStartGuard is how long a payment being started at the provider
@@ -25,50 +29,38 @@ const paymentStartGuard = "30 seconds"
 // that is being cancelled. Otherwise it returns the order's status
 // afterwards: CANCEL_PENDING, or PAID/CANCELLED/... when it moved on.
 func (s *Store) BeginCancel(ctx context.Context, orderID uuid.UUID, requireExpired bool) (string, error) {
-	var status string
-	err := s.pool.QueryRow(ctx, `
-		UPDATE orders SET status = 'CANCEL_PENDING', version = version + 1, updated_at = clock_timestamp()
-		WHERE order_id = $1 AND status IN ('CREATED', 'PAYING') AND (NOT $2 OR expires_at <= clock_timestamp())
-		  AND NOT EXISTS (SELECT 1 FROM payment_intent i WHERE i.order_id = orders.order_id AND i.status = 'CREATING'
-		                  AND i.updated_at > clock_timestamp() - $3::interval)
-		RETURNING status`, orderID, requireExpired, paymentStartGuard).Scan(&status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		var starting bool
-		err := s.pool.QueryRow(ctx, `
-			SELECT o.status, EXISTS (SELECT 1 FROM payment_intent i WHERE i.order_id = o.order_id AND i.status = 'CREATING'
-			                         AND i.updated_at > clock_timestamp() - $2::interval)
-			FROM orders o WHERE o.order_id = $1`, orderID, paymentStartGuard).Scan(&status, &starting)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return "", ErrUnknownOrder
-		}
-		if err != nil {
-			return "", fmt.Errorf("read order %s: %w", orderID, err)
-		}
-		if starting && (status == StatusCreated || status == StatusPaying) {
-			return StatusPaymentStarting, nil
-		}
-		return status, nil
-	}
+	moved, err := orders.BeginCancel(ctx, s.pool, orderID, requireExpired, paymentStartGuard)
 	if err != nil {
-		return "", fmt.Errorf("order %s → CANCEL_PENDING: %w", orderID, err)
-	}
-	if err := s.fp.Check(failpoint.AfterCancelPending); err != nil {
 		return "", err
 	}
-	return status, nil
-}
-
-// Status reads an order's status.
-func (s *Store) Status(ctx context.Context, orderID uuid.UUID) (string, error) {
-	var status string
-	err := s.pool.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1`, orderID).Scan(&status)
+	if moved {
+		if err := s.fp.Check(failpoint.AfterCancelPending); err != nil {
+			return "", err
+		}
+		return StatusCancelPending, nil
+	}
+	var status state.Order
+	var starting bool
+	err = s.pool.QueryRow(ctx, `
+		SELECT o.status, EXISTS (SELECT 1 FROM payment_intent i WHERE i.order_id = o.order_id AND i.status = 'CREATING'
+		                         AND i.updated_at > clock_timestamp() - $2::interval)
+		FROM orders o WHERE o.order_id = $1`, orderID, paymentStartGuard).Scan(&status, &starting)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", ErrUnknownOrder
 	}
 	if err != nil {
 		return "", fmt.Errorf("read order %s: %w", orderID, err)
 	}
-	return status, nil
+	if starting && (status == state.OrderCreated || status == state.OrderPaying) {
+		return StatusPaymentStarting, nil
+	}
+	return string(status), nil
+}
+
+// Status reads an order's status.
+func (s *Store) Status(ctx context.Context, orderID uuid.UUID) (string, error) {
+	status, err := orders.Status(ctx, s.pool, orderID)
+	return string(status), err
 }
 
 // FinalCancel cancels a CANCEL_PENDING order that has no successful payment,
@@ -80,43 +72,28 @@ func (s *Store) Status(ctx context.Context, orderID uuid.UUID) (string, error) {
 func (s *Store) FinalCancel(ctx context.Context, orderID uuid.UUID) (string, error) {
 	status := ""
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var o orderRow
-		err := tx.QueryRow(ctx, `
-			UPDATE orders SET status = 'CANCELLED', cancelled_at = clock_timestamp(), version = version + 1, updated_at = clock_timestamp()
-			WHERE order_id = $1 AND status = 'CANCEL_PENDING'
-			  AND NOT EXISTS (SELECT 1 FROM payment_record p WHERE p.order_id = orders.order_id AND p.status = 'SUCCESS')
-			RETURNING reservation_id, activity_id, sku_id, user_id`, orderID).Scan(&o.reservationID, &o.activityID, &o.skuID, &o.userID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return tx.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1`, orderID).Scan(&status)
-		}
+		o, ok, err := orders.Cancel(ctx, tx, orderID)
 		if err != nil {
-			return fmt.Errorf("order %s → CANCELLED: %w", orderID, err)
+			return err
+		}
+		if !ok {
+			st, err := orders.Status(ctx, tx, orderID)
+			status = string(st)
+			return err
 		}
 		status = StatusCancelled
-		tag, err := tx.Exec(ctx, `
-			UPDATE sku_inventory SET occupied_stock = occupied_stock - 1, available_stock = available_stock + 1,
-			       version = version + 1, updated_at = clock_timestamp()
-			WHERE activity_id = $1 AND sku_id = $2 AND occupied_stock > 0`, o.activityID, o.skuID)
-		if err != nil || tag.RowsAffected() != 1 {
-			return fmt.Errorf("release stock of %s moved %d rows: %v", orderID, tag.RowsAffected(), err)
+		if err := inventory.Release(ctx, tx, inventory.SKU{ActivityID: o.ActivityID, SKUID: o.SKUID}, o.ReservationID, orderID); err != nil {
+			return err
 		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO inventory_ledger (idempotency_key, activity_id, sku_id, reservation_id, order_id, change_type, delta_available, delta_occupied)
-			VALUES ($1, $2, $3, $4, $5, 'RELEASE', 1, -1)`,
-			"RELEASE:"+orderID.String(), o.activityID, o.skuID, o.reservationID, orderID); err != nil {
-			return fmt.Errorf("ledger release: %w", err)
+		if err := inventory.Cancel(ctx, tx, o.ReservationID); err != nil {
+			return err
 		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE inventory_reservation SET status = 'CANCELLED', version = version + 1, updated_at = clock_timestamp()
-			WHERE reservation_id = $1 AND status = 'ORDER_CREATED'`, o.reservationID); err != nil {
-			return fmt.Errorf("reservation → CANCELLED: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE payment_intent SET status = 'CLOSED', updated_at = clock_timestamp()
+		if err := pg.Exec(ctx, tx, "payment intent of "+orderID.String()+" → CLOSED", `UPDATE payment_intent SET status = 'CLOSED', updated_at = clock_timestamp()
 			WHERE order_id = $1 AND status IN ('CREATING', 'OPEN')`, orderID); err != nil {
-			return fmt.Errorf("payment intent → CLOSED: %w", err)
+			return err
 		}
 		return outbox.Insert(ctx, tx, "ORDER", orderID, "ORDER_CANCELLED", orderID.String(), map[string]any{
-			"order_id": orderID, "reservation_id": o.reservationID, "activity_id": o.activityID, "sku_id": o.skuID, "user_id": o.userID,
+			"order_id": orderID, "reservation_id": o.ReservationID, "activity_id": o.ActivityID, "sku_id": o.SKUID, "user_id": o.UserID,
 		})
 	})
 	return status, err

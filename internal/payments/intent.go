@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/state"
 )
 
@@ -30,8 +32,10 @@ import (
 func (s *Store) BeginPayment(ctx context.Context, orderID uuid.UUID) (status string, ok bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var expired bool
+		var st state.Order
 		err := tx.QueryRow(ctx, `SELECT status, expires_at <= clock_timestamp() FROM orders WHERE order_id = $1 FOR UPDATE`,
-			orderID).Scan(&status, &expired)
+			orderID).Scan(&st, &expired)
+		status = string(st)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrUnknownOrder
 		}
@@ -45,9 +49,8 @@ func (s *Store) BeginPayment(ctx context.Context, orderID uuid.UUID) (status str
 			status = "EXPIRED"
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'PAYING', version = version + 1, updated_at = clock_timestamp()
-			WHERE order_id = $1`, orderID); err != nil {
-			return fmt.Errorf("order %s → PAYING: %w", orderID, err)
+		if err := orders.ToPaying(ctx, tx, orderID); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO payment_intent (order_id, provider, amount_cents, status)

@@ -24,7 +24,7 @@ const ProviderName = "paysim"
 func (PaysimProvider) Name() string { return ProviderName }
 
 func fromPaysim(p paysim.Payment) ProviderPayment {
-	out := ProviderPayment{TransactionID: p.TransactionID, OrderID: p.MerchantOrderID, AmountCents: p.AmountCents, Status: string(p.Status)}
+	out := ProviderPayment{TransactionID: p.TransactionID, OrderID: p.MerchantOrderID, AmountCents: p.AmountCents, Status: ProviderStatus(p.Status)}
 	if p.PaidAt != nil {
 		out.PaidAt = p.PaidAt.UTC()
 	}

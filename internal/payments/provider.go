@@ -14,10 +14,20 @@ type ProviderPayment struct {
 	TransactionID string
 	OrderID       uuid.UUID
 	AmountCents   int64
-	// Status is the provider's: PENDING, PAID, CLOSED or REFUNDED.
-	Status string
-	PaidAt time.Time
+	Status        ProviderStatus
+	PaidAt        time.Time
 }
+
+// ProviderStatus is a payment's status at the provider.
+type ProviderStatus string
+
+// Statuses a provider reports.
+const (
+	ProviderPending  ProviderStatus = "PENDING"
+	ProviderPaid     ProviderStatus = "PAID"
+	ProviderClosed   ProviderStatus = "CLOSED"
+	ProviderRefunded ProviderStatus = "REFUNDED"
+)
 
 // ErrNoPayment means the provider holds no payment for the order.
 var ErrNoPayment = errors.New("provider has no payment for this order")

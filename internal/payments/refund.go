@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/state"
 )
@@ -70,9 +71,8 @@ func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, s
 		if _, err := tx.Exec(ctx, `UPDATE payment_record SET status = 'REFUNDING', updated_at = clock_timestamp() WHERE payment_id = $1 AND status = 'SUCCESS'`, paymentID); err != nil {
 			return fmt.Errorf("payment → REFUNDING: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'REFUNDING', version = version + 1, updated_at = clock_timestamp()
-			WHERE order_id = $1 AND status = 'CANCELLED'`, r.OrderID); err != nil {
-			return fmt.Errorf("order → REFUNDING: %w", err)
+		if err := orders.ToRefunding(ctx, tx, r.OrderID); err != nil {
+			return err
 		}
 		status = StatusRefunding
 		return nil
@@ -96,9 +96,8 @@ func (s *Store) FinishRefund(ctx context.Context, r Refund) error {
 		if tag.RowsAffected() == 0 {
 			return nil // already REFUNDED
 		}
-		if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'REFUNDED', version = version + 1, updated_at = clock_timestamp()
-			WHERE order_id = $1 AND status = 'REFUNDING'`, r.OrderID); err != nil {
-			return fmt.Errorf("order → REFUNDED: %w", err)
+		if err := orders.ToRefunded(ctx, tx, r.OrderID); err != nil {
+			return err
 		}
 		return outbox.Insert(ctx, tx, "PAYMENT", r.PaymentID, "PAYMENT_REFUNDED", r.OrderID.String(), map[string]any{
 			"payment_id": r.PaymentID, "order_id": r.OrderID, "transaction_id": r.TransactionID, "amount_cents": r.AmountCents,

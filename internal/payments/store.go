@@ -18,7 +18,10 @@ import (
 
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/inventory"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/outbox"
+	"github.com/seckill/seckill/internal/pg"
 	"github.com/seckill/seckill/state"
 )
 
@@ -40,7 +43,7 @@ const (
 
 // Errors of the store.
 var (
-	ErrUnknownOrder   = errors.New("no such order")
+	ErrUnknownOrder   = orders.ErrUnknown
 	ErrAmountMismatch = errors.New("payment amount differs from the order amount")
 	ErrConflict       = errors.New("payment transaction already recorded for another order")
 )
@@ -102,29 +105,6 @@ func NewStore(pool *pgxpool.Pool, fp *failpoint.Set) *Store {
 	return &Store{pool: pool, fp: fp}
 }
 
-type orderRow struct {
-	paymentID     *uuid.UUID // the payment that paid it
-	status        string
-	amount        int64
-	reservationID uuid.UUID
-	activityID    int64
-	skuID         int64
-	userID        int64
-}
-
-func lockOrder(ctx context.Context, tx pgx.Tx, orderID uuid.UUID) (orderRow, error) {
-	var o orderRow
-	err := tx.QueryRow(ctx, `SELECT status, amount_cents, reservation_id, activity_id, sku_id, user_id, payment_id FROM orders WHERE order_id = $1 FOR UPDATE`,
-		orderID).Scan(&o.status, &o.amount, &o.reservationID, &o.activityID, &o.skuID, &o.userID, &o.paymentID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return o, ErrUnknownOrder
-	}
-	if err != nil {
-		return o, fmt.Errorf("lock order %s: %w", orderID, err)
-	}
-	return o, nil
-}
-
 // Record records a provider payment idempotently and moves the order to PAID
 // by conditional update from CREATED, PAYING or CANCEL_PENDING, with the
 // ledger (occupied → sold) and an ORDER_PAID outbox event, in one
@@ -145,15 +125,15 @@ func (s *Store) Record(ctx context.Context, ev Evidence) (RecordResult, error) {
 // records the callback and the payment together).
 func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordResult, error) {
 	var res RecordResult
-	o, err := lockOrder(ctx, tx, ev.OrderID)
+	o, err := orders.Lock(ctx, tx, ev.OrderID)
 	if err != nil {
 		return res, err
 	}
-	if ev.AmountCents != o.amount {
-		return res, fmt.Errorf("%w: order %s costs %d, payment %s is %d", ErrAmountMismatch, ev.OrderID, o.amount, ev.TransactionID, ev.AmountCents)
+	if ev.AmountCents != o.AmountCents {
+		return res, fmt.Errorf("%w: order %s costs %d, payment %s is %d", ErrAmountMismatch, ev.OrderID, o.AmountCents, ev.TransactionID, ev.AmountCents)
 	}
-	res = RecordResult{PaymentID: PaymentID(ev.Provider, ev.TransactionID), ReservationID: o.reservationID,
-		ActivityID: o.activityID, SKUID: o.skuID}
+	res = RecordResult{PaymentID: PaymentID(ev.Provider, ev.TransactionID), ReservationID: o.ReservationID,
+		ActivityID: o.ActivityID, SKUID: o.SKUID}
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, status, paid_at)
 		VALUES ($1, $2, $3, $4, $5, 'SUCCESS', $6)
@@ -174,15 +154,15 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordRes
 	if err := s.fp.Check(failpoint.AfterPaymentRecordInsert); err != nil {
 		return res, err
 	}
-	switch o.status {
-	case StatusCreated, StatusPaying, StatusCancelPending:
+	switch o.Status {
+	case state.OrderCreated, state.OrderPaying, state.OrderCancelPending:
 		if err := payOrder(ctx, tx, ev, o, res.PaymentID); err != nil {
 			return res, err
 		}
 		res.Outcome, res.OrderStatus = Paid, StatusPaid
-	case StatusPaid:
+	case state.OrderPaid:
 		res.Outcome, res.OrderStatus = AlreadyPaid, StatusPaid
-		if o.paymentID != nil && *o.paymentID != res.PaymentID {
+		if o.PaymentID != nil && *o.PaymentID != res.PaymentID {
 			res.Outcome = DuplicatePayment
 			if err := outbox.Insert(ctx, tx, "PAYMENT", res.PaymentID, "DUPLICATE_PAYMENT", ev.OrderID.String(), map[string]any{
 				"payment_id": res.PaymentID, "order_id": ev.OrderID, "transaction_id": ev.TransactionID, "amount_cents": ev.AmountCents,
@@ -190,7 +170,7 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordRes
 				return res, err
 			}
 		}
-	case StatusCancelled:
+	case state.OrderCancelled:
 		res.Outcome, res.OrderStatus = PaidAfterCancel, StatusCancelled
 		if err := outbox.Insert(ctx, tx, "PAYMENT", res.PaymentID, "PAYMENT_AFTER_CANCEL", ev.OrderID.String(), map[string]any{
 			"payment_id": res.PaymentID, "order_id": ev.OrderID, "transaction_id": ev.TransactionID, "amount_cents": ev.AmountCents,
@@ -198,42 +178,29 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordRes
 			return res, err
 		}
 	default: // REFUNDING, REFUNDED
-		res.Outcome, res.OrderStatus = AlreadyRefunding, o.status
+		res.Outcome, res.OrderStatus = AlreadyRefunding, string(o.Status)
 	}
 	if res.Outcome == PaidAfterCancel || res.Outcome == AlreadyRefunding || res.Outcome == DuplicatePayment {
-		if err := oweRefund(ctx, tx, res.PaymentID, ev.OrderID, o.activityID, o.skuID); err != nil {
+		if err := oweRefund(ctx, tx, res.PaymentID, ev.OrderID, o.ActivityID, o.SKUID); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
 }
 
-func payOrder(ctx context.Context, tx pgx.Tx, ev Evidence, o orderRow, paymentID uuid.UUID) error {
-	tag, err := tx.Exec(ctx, `
-		UPDATE orders SET status = 'PAID', paid_at = $2, payment_id = $3, version = version + 1, updated_at = clock_timestamp()
-		WHERE order_id = $1 AND status IN ('CREATED', 'PAYING', 'CANCEL_PENDING')`, ev.OrderID, ev.PaidAt, paymentID)
-	if err != nil || tag.RowsAffected() != 1 {
-		return fmt.Errorf("order %s → PAID moved %d rows: %v", ev.OrderID, tag.RowsAffected(), err)
+func payOrder(ctx context.Context, tx pgx.Tx, ev Evidence, o orders.Row, paymentID uuid.UUID) error {
+	if err := orders.Pay(ctx, tx, ev.OrderID, paymentID, ev.PaidAt); err != nil {
+		return err
 	}
-	tag, err = tx.Exec(ctx, `
-		UPDATE sku_inventory SET occupied_stock = occupied_stock - 1, sold_stock = sold_stock + 1,
-		       version = version + 1, updated_at = clock_timestamp()
-		WHERE activity_id = $1 AND sku_id = $2 AND occupied_stock > 0`, o.activityID, o.skuID)
-	if err != nil || tag.RowsAffected() != 1 {
-		return fmt.Errorf("stock occupied → sold for %s moved %d rows: %v", ev.OrderID, tag.RowsAffected(), err)
+	if err := inventory.Sell(ctx, tx, inventory.SKU{ActivityID: o.ActivityID, SKUID: o.SKUID}, o.ReservationID, ev.OrderID); err != nil {
+		return err
 	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO inventory_ledger (idempotency_key, activity_id, sku_id, reservation_id, order_id, change_type, delta_occupied, delta_sold)
-		VALUES ($1, $2, $3, $4, $5, 'SELL', -1, 1)`,
-		"SELL:"+ev.OrderID.String(), o.activityID, o.skuID, o.reservationID, ev.OrderID); err != nil {
-		return fmt.Errorf("ledger sell: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `UPDATE payment_intent SET status = 'PAID', updated_at = clock_timestamp()
+	if err := pg.Exec(ctx, tx, "payment intent of "+ev.OrderID.String()+" → PAID", `UPDATE payment_intent SET status = 'PAID', updated_at = clock_timestamp()
 		WHERE order_id = $1 AND provider_transaction_id = $2`, ev.OrderID, ev.TransactionID); err != nil {
-		return fmt.Errorf("payment intent → PAID: %w", err)
+		return err
 	}
 	return outbox.Insert(ctx, tx, "ORDER", ev.OrderID, "ORDER_PAID", ev.OrderID.String(), map[string]any{
 		"order_id": ev.OrderID, "payment_id": paymentID, "transaction_id": ev.TransactionID, "amount_cents": ev.AmountCents,
-		"paid_at": ev.PaidAt, "activity_id": o.activityID, "sku_id": o.skuID, "user_id": o.userID,
+		"paid_at": ev.PaidAt, "activity_id": o.ActivityID, "sku_id": o.SKUID, "user_id": o.UserID,
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/inventory"
 )
 
 // lostSagaBatch bounds the open orders one run looks at.
@@ -66,7 +66,7 @@ func (r *Reconciler) orders(ctx context.Context, rep *Report, activityID int64) 
 		}
 		ev["last_run_id"] = runID
 		r.autoKeyed(ctx, rep, LostSaga, obj, o.version, "CANCELLED", runID, ev, func() (string, error) {
-			m, err := activities.ReservationMessage(ctx, r.pool, o.rid)
+			m, err := inventory.Message(ctx, r.pool, o.rid)
 			if err != nil {
 				return "", err
 			}

@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/payments"
 )
 
@@ -70,8 +69,8 @@ func (r *Reconciler) refunds(ctx context.Context, rep *Report) error {
 // each of those is a repair. An open one of an order still waiting for its
 // payment is only looked at again later.
 func (r *Reconciler) intents(ctx context.Context, rep *Report) error {
-	store := activities.PaymentStore(r.acts)
-	if store == nil || activities.ProviderName(r.acts) == "" {
+	store, prov := r.stores.Payments, r.stores.Provider
+	if prov == nil {
 		return nil // no provider configured on this worker
 	}
 	list, err := store.UnsettledIntents(ctx, r.watermark.String(), paymentBatch)
@@ -79,7 +78,7 @@ func (r *Reconciler) intents(ctx context.Context, rep *Report) error {
 		return err
 	}
 	for _, it := range list {
-		q, err := r.acts.QueryProvider(ctx, it.OrderID)
+		q, err := payments.QueryAt(ctx, prov, it.OrderID)
 		p, found := q.Payment, q.Found
 		if err != nil {
 			r.log.Warn("reconcile.provider_query_failed", "order_id", it.OrderID, "error", err)
@@ -93,7 +92,7 @@ func (r *Reconciler) intents(ctx context.Context, rep *Report) error {
 			continue // still payable and the order still waits for it
 		}
 		ev := map[string]any{"order_status": it.OrderStatus, "intent": it.Status, "transaction_id": nonEmpty(p.TransactionID, it.TransactionID),
-			"provider_status": nonEmpty(p.Status, "NONE")}
+			"provider_status": nonEmpty(string(p.Status), "NONE")}
 		r.auto(ctx, rep, ProviderUnsettled, "order:"+it.OrderID.String(), it.UpdatedAt.UnixMilli(), "SETTLED", ev, func() (string, error) {
 			return r.settleIntent(ctx, store, it, p, found, cancelled)
 		})
@@ -104,7 +103,7 @@ func (r *Reconciler) intents(ctx context.Context, rep *Report) error {
 func (r *Reconciler) settleIntent(ctx context.Context, store *payments.Store, it payments.Intent, p payments.ProviderPayment, found, cancelled bool) (string, error) {
 	switch {
 	case found && p.Status == "PAID":
-		res, err := r.acts.RecordPayment(ctx, p.Evidence(activities.ProviderName(r.acts)))
+		res, err := store.Record(ctx, p.Evidence(r.stores.Provider.Name()))
 		if err != nil {
 			return "", err
 		}
@@ -115,15 +114,15 @@ func (r *Reconciler) settleIntent(ctx context.Context, store *payments.Store, it
 		}
 		return "the provider reports it paid: " + string(res.Outcome), nil
 	case found && p.Status == "PENDING" && cancelled:
-		c, err := r.acts.CloseAtProvider(ctx, it.OrderID)
+		c, err := payments.CloseAt(ctx, r.stores.Provider, it.OrderID, r.log)
 		if err != nil {
 			return "", err
 		}
-		if c.Outcome == activities.ClosePaid {
-			res, err := r.acts.RecordPayment(ctx, c.Evidence)
+		if c.Outcome == payments.ClosePaid {
+			res, err := store.Record(ctx, c.Evidence)
 			return "paid at the provider while closing: " + string(res.Outcome), err
 		}
 		return "closed at the provider now", store.SettleIntent(ctx, it.OrderID, p.TransactionID, "CLOSED")
 	}
-	return "closed at the provider (" + nonEmpty(p.Status, "no transaction") + ")", store.SettleIntent(ctx, it.OrderID, p.TransactionID, "CLOSED")
+	return "closed at the provider (" + nonEmpty(string(p.Status), "no transaction") + ")", store.SettleIntent(ctx, it.OrderID, p.TransactionID, "CLOSED")
 }

@@ -40,7 +40,7 @@ func TestReconcileAsksTheProviderAndOwesRefunds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := reconcile.New(r.pool, r.rdb, acts, metrics.NewReconcile(prometheus.NewRegistry()), quiet, time.Millisecond)
+	rec, err := reconcile.New(r.pool, r.rdb, testenv.Stores(t, r.pool, r.rdb, payments.PaysimProvider{Client: client}), metrics.NewReconcile(prometheus.NewRegistry()), quiet, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

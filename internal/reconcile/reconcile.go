@@ -2,7 +2,7 @@
 // per (activity, sku) it checks stock conservation in PostgreSQL and Redis
 // and their cross-system relation, walks reservations older than a
 // watermark, classifies every anomaly, and repairs only on clear evidence,
-// through the standard state machine (the same activities the saga runs).
+// through the standard state machine (the same store transitions the saga's activities run).
 // Each repair is a repair_task row with a fixed repair_id, so a rerun, or two
 // runs at once, repair nothing twice. Everything else is left MANUAL with its
 // evidence. A run's report is stored in reconcile_report.
@@ -24,11 +24,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/invariants"
+	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/internal/repairs"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
 )
 
 // Anomaly types (seed §13.4) and what reconciliation does about them.
@@ -88,7 +91,7 @@ type Report struct {
 type Reconciler struct {
 	pool      *pgxpool.Pool
 	rdb       redis.Cmdable
-	acts      *activities.Activities
+	stores    Stores
 	m         *metrics.Reconcile
 	log       *slog.Logger
 	watermark time.Duration
@@ -113,12 +116,21 @@ type Sagas interface {
 // reported (MANUAL), not resumed.
 func (r *Reconciler) SetSagas(s Sagas) { r.sagas = s }
 
-// New returns a Reconciler; every dependency is required.
-func New(pool *pgxpool.Pool, rdb redis.Cmdable, acts *activities.Activities, m *metrics.Reconcile, log *slog.Logger, watermark time.Duration) (*Reconciler, error) {
-	if pool == nil || rdb == nil || acts == nil || m == nil || log == nil || watermark <= 0 {
+// Stores are the owners of the rows the reconciler repairs: it runs their
+// transitions, the same ones the sagas run.
+type Stores struct {
+	Inventory *inventory.Store
+	Payments  *payments.Store
+	// Provider may be nil: the provider's payments are then not checked.
+	Provider payments.Provider
+}
+
+// New returns a Reconciler; every dependency but stores.Provider is required.
+func New(pool *pgxpool.Pool, rdb redis.Cmdable, stores Stores, m *metrics.Reconcile, log *slog.Logger, watermark time.Duration) (*Reconciler, error) {
+	if pool == nil || rdb == nil || stores.Inventory == nil || stores.Payments == nil || m == nil || log == nil || watermark <= 0 {
 		return nil, errors.New("reconcile: nil dependency")
 	}
-	return &Reconciler{pool: pool, rdb: rdb, acts: acts, m: m, log: log, watermark: watermark, now: time.Now}, nil
+	return &Reconciler{pool: pool, rdb: rdb, stores: stores, m: m, log: log, watermark: watermark, now: time.Now}, nil
 }
 
 // RepairID is the fixed id of a repair (seed §11.6 step 4).
@@ -294,8 +306,7 @@ func (r *Reconciler) autoKeyed(ctx context.Context, rep *Report, typ, object str
 			// FAILED, not MANUAL: the next run retries it under the same repair_id.
 			status, a.Action, a.Detail = "FAILED", ActionRepairFailed, err.Error()
 		}
-		if _, uerr := r.pool.Exec(ctx, `UPDATE repair_task SET status = $2, result = $3, after_state = $4, updated_at = clock_timestamp()
-			WHERE repair_id = $1`, a.RepairID, status, a.Detail, mustJSON(map[string]string{"result": a.Detail})); uerr != nil {
+		if uerr := repairs.Finish(ctx, r.pool, a.RepairID, state.Repair(status), a.Detail); uerr != nil {
 			r.log.Error("reconcile.repair_update_failed", "repair_id", a.RepairID, "error", uerr)
 		}
 		if err == nil {
@@ -325,19 +336,9 @@ func (r *Reconciler) manual(ctx context.Context, rep *Report, typ, object string
 // left PENDING by a run that died (older than staleRepair).
 func (r *Reconciler) record(ctx context.Context, a Anomaly, version int64, target, status string) (bool, error) {
 	objType, objID, _ := strings.Cut(a.Object, ":")
-	tag, err := r.pool.Exec(ctx, `
-		INSERT INTO repair_task (repair_id, object_type, object_id, rule_name, expected_version, target_state, status,
-		                         operator, reason, evidence, before_state)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, 'reconciler', $8, $9, $9)
-		ON CONFLICT (repair_id) DO UPDATE SET status = EXCLUDED.status, evidence = EXCLUDED.evidence, updated_at = clock_timestamp()
-		WHERE EXCLUDED.status = 'PENDING' AND (repair_task.status = 'FAILED'
-		   OR (repair_task.status = 'PENDING' AND repair_task.updated_at < clock_timestamp() - $10::interval))`,
-		a.RepairID, strings.ToUpper(objType), objID, "RECONCILE:"+a.Type, version, target, status,
-		nonEmpty(a.Detail, a.Type), mustJSON(a.Evidence), staleRepair.String())
-	if err != nil {
-		return false, fmt.Errorf("record repair: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	return repairs.Claim(ctx, r.pool, repairs.Entry{RepairID: a.RepairID, ObjectType: strings.ToUpper(objType), ObjectID: objID,
+		Rule: "RECONCILE:" + a.Type, ExpectedVersion: version, Target: target, Status: state.Repair(status), Operator: "reconciler",
+		Reason: nonEmpty(a.Detail, a.Type), Evidence: a.Evidence, Before: nonEmpty(a.Detail, a.Type)}, staleRepair)
 }
 
 // staleRepair is how long a PENDING repair may belong to a run before
@@ -410,7 +411,7 @@ func nonEmpty(s, def string) string {
 	return s
 }
 
-// Input of the Reconcile activity.
+// Input of one reconciliation run (the Reconcile activity's).
 type Input struct {
 	// ActivityID limits the run to one sale; 0 reconciles every recent sale.
 	ActivityID int64
@@ -426,16 +427,11 @@ type Summary struct {
 	Counts    map[string]int
 }
 
-// Activities exposes Run as a Temporal activity.
-type Activities struct {
-	R *Reconciler
+// Summarize is what a run returns to its workflow (the full report is in
+// reconcile_report).
+func (rep Report) Summarize() Summary {
+	return Summary{ReportID: rep.ReportID, SKUs: rep.SKUs, Checked: rep.Checked, Anomalies: len(rep.Anomalies), Counts: rep.Summary}
 }
 
-// Reconcile runs one reconciliation and stores its report.
-func (a *Activities) Reconcile(ctx context.Context, in Input) (Summary, error) {
-	rep, err := a.R.Run(ctx, in.ActivityID)
-	if err != nil {
-		return Summary{}, err
-	}
-	return Summary{ReportID: rep.ReportID, SKUs: rep.SKUs, Checked: rep.Checked, Anomalies: len(rep.Anomalies), Counts: rep.Summary}, nil
-}
+// leaseOwner names one compensation attempt of the reconciler.
+func leaseOwner() string { return "reconciler/" + uuid.NewString() }

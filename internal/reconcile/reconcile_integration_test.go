@@ -62,7 +62,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	// A zero watermark: everything counts as settled for the test.
-	rec, err := reconcile.New(pool, rdb, acts, metrics.NewReconcile(prometheus.NewRegistry()), quiet, time.Millisecond)
+	rec, err := reconcile.New(pool, rdb, testenv.Stores(t, pool, rdb, nil), metrics.NewReconcile(prometheus.NewRegistry()), quiet, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

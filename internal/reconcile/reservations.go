@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
 )
@@ -72,7 +72,7 @@ func (r *Reconciler) reservations(ctx context.Context, k lua.Keys, rep *Report) 
 			}
 		case state.ReservationOrderRejected, state.ReservationCompensating:
 			r.auto(ctx, rep, CompensationStall, obj, x.version, "COMPENSATED", ev, func() (string, error) {
-				c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID})
+				c, err := r.stores.Inventory.Compensate(ctx, inventory.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID}, leaseOwner())
 				return c.Status + " " + c.Reason, err
 			})
 		case state.ReservationCancelled:
@@ -80,7 +80,7 @@ func (r *Reconciler) reservations(ctx context.Context, k lua.Keys, rep *Report) 
 			// the unit in Redis: the saga stopped before its release.
 			if redisStatus == state.ReservationOrderCreated && x.orderID != nil {
 				r.auto(ctx, rep, ReleaseMissing, obj, x.version, "CANCELLED", ev, func() (string, error) {
-					p, err := r.acts.ReleaseRedis(ctx, activities.ReleaseInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID})
+					p, err := r.stores.Inventory.ReleaseRedis(ctx, inventory.ReleaseInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID})
 					return fmt.Sprintf("release.lua %d %s", p.Code, p.Text), err
 				})
 			}
@@ -91,11 +91,11 @@ func (r *Reconciler) reservations(ctx context.Context, k lua.Keys, rep *Report) 
 		case state.ReservationReserved:
 			if x.deadline.Before(rep.Watermark) {
 				r.auto(ctx, rep, DeadlinePassed, obj, x.version, "ORDER_REJECTED", ev, func() (string, error) {
-					st, err := r.acts.RejectOverdue(ctx, activities.RejectInput{ReservationID: x.id, Grace: r.watermark})
+					st, err := r.stores.Inventory.RejectOverdue(ctx, inventory.RejectInput{ReservationID: x.id, Grace: r.watermark})
 					if err != nil || st != state.ReservationOrderRejected {
 						return string(st), err
 					}
-					c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID})
+					c, err := r.stores.Inventory.Compensate(ctx, inventory.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID}, leaseOwner())
 					return "ORDER_REJECTED then " + c.Status + " " + c.Reason, err
 				})
 			}
@@ -112,7 +112,7 @@ func (r *Reconciler) rebuildProjection(ctx context.Context, k lua.Keys, x resRow
 		return "", errors.New("ORDER_CREATED without order_id")
 	}
 	if redisStatus == state.ReservationReserved {
-		p, err := r.acts.ProjectOrderCreated(ctx, activities.ProjectionInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID})
+		p, err := r.stores.Inventory.ProjectOrderCreated(ctx, inventory.ProjectionInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID})
 		return fmt.Sprintf("order_created.lua %d %s", p.Code, p.Text), err
 	}
 	key := k.Reservation(x.id.String())

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
@@ -116,7 +116,7 @@ func (r *Reconciler) unsettledPage(ctx context.Context, k lua.Keys, rep *Report,
 		ev := map[string]any{"pg_status": nonEmpty(string(pgStatus), "ABSENT"), "redis_status": f.Status, "mq_state": f.MQState,
 			"send_attempts": f.SendAttempts, "business_deadline": time.UnixMilli(f.DeadlineMS).UTC()}
 		r.auto(ctx, rep, UnsentPastDeadline, "reservation:"+id.String(), 0, "COMPENSATED", ev, func() (string, error) {
-			st, err := r.acts.RejectOverdue(ctx, activities.RejectInput{ReservationID: id, Grace: r.watermark, Unseen: &m})
+			st, err := r.stores.Inventory.RejectOverdue(ctx, inventory.RejectInput{ReservationID: id, Grace: r.watermark, Unseen: &m})
 			switch {
 			case err != nil:
 				return "", err
@@ -125,7 +125,7 @@ func (r *Reconciler) unsettledPage(ctx context.Context, k lua.Keys, rep *Report,
 			case st != state.ReservationOrderRejected:
 				return "reservation is " + string(st) + ": decided meanwhile, left to its saga", nil
 			}
-			c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: id, ActivityID: k.ActivityID, SKUID: k.SKUID})
+			c, err := r.stores.Inventory.Compensate(ctx, inventory.CompensateInput{ReservationID: id, ActivityID: k.ActivityID, SKUID: k.SKUID}, leaseOwner())
 			return "ORDER_REJECTED then " + c.Status + " " + c.Reason, err
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -25,7 +26,10 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/inventory"
+	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/redisx"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/lua"
@@ -200,4 +204,15 @@ func MustReserve(t testing.TB, rdb redis.Scripter, d *ids.Deriver, k lua.Keys, u
 		t.Fatalf("user %d not admitted", user)
 	}
 	return m
+}
+
+// Stores builds the stores reconciliation repairs through, on pool and rdb
+// (provider may be nil: no provider checks).
+func Stores(t testing.TB, pool *pgxpool.Pool, rdb redis.Cmdable, provider payments.Provider) reconcile.Stores {
+	t.Helper()
+	inv, err := inventory.NewStore(inventory.Deps{Pool: pool, Redis: rdb, Log: slog.New(slog.DiscardHandler), TerminalTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reconcile.Stores{Inventory: inv, Payments: payments.NewStore(pool, nil), Provider: provider}
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/seckill/seckill/internal/checkout"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -38,7 +37,7 @@ type Options struct {
 // Relay starts refunds until they are done.
 type Relay struct {
 	pool *pgxpool.Pool
-	tc   checkout.Starter
+	tc   workflows.Starter
 	opt  Options
 	log  *slog.Logger
 
@@ -48,7 +47,7 @@ type Relay struct {
 }
 
 // New returns a Relay; every dependency is required.
-func New(pool *pgxpool.Pool, tc checkout.Starter, opt Options, reg prometheus.Registerer, log *slog.Logger) (*Relay, error) {
+func New(pool *pgxpool.Pool, tc workflows.Starter, opt Options, reg prometheus.Registerer, log *slog.Logger) (*Relay, error) {
 	if pool == nil || tc == nil || reg == nil || log == nil || opt.TaskQueue == "" {
 		return nil, errors.New("refundrelay: nil dependency or empty task queue")
 	}
@@ -136,7 +135,7 @@ func (r *Relay) Once(ctx context.Context) (int, error) {
 }
 
 func (r *Relay) start(ctx context.Context, t task) {
-	err := checkout.StartRefund(ctx, r.tc, r.opt.TaskQueue, workflows.RefundInput{PaymentID: t.paymentID, ActivityID: t.activityID, SKUID: t.skuID})
+	err := workflows.StartRefund(ctx, r.tc, r.opt.TaskQueue, workflows.RefundInput{PaymentID: t.paymentID, ActivityID: t.activityID, SKUID: t.skuID})
 	if err != nil {
 		r.started.WithLabelValues("failed").Inc()
 		retry := min(r.opt.BaseBackoff<<min(t.attempts-1, 20), r.opt.MaxBackoff)

@@ -8,7 +8,6 @@
 package sagastarter
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -22,9 +21,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/inbox"
 	"github.com/seckill/seckill/internal/mq"
 	"github.com/seckill/seckill/workflows"
 )
@@ -93,10 +92,10 @@ func (s *Starter) handle(ctx context.Context, d mq.Delivered) (string, error) {
 		return ResultQuarantined, s.quarantine(ctx, d, nil, fmt.Sprintf("INVALID_MESSAGE: message_id property %q differs from body %s", d.ID, m.MessageID))
 	}
 	s.lag.Set(time.Since(m.ReservedAt).Seconds())
-	hash := activities.PayloadHash(m)
+	hash := inbox.PayloadHash(m)
 	prior, err := s.recordInbox(ctx, d, m, hash)
 	if err != nil {
-		if errors.Is(err, errPayloadConflict) {
+		if errors.Is(err, inbox.ErrPayloadConflict) {
 			if s.PayloadConflicts != nil {
 				s.PayloadConflicts.Inc()
 			}
@@ -133,54 +132,37 @@ const (
 	inboxSagaStarted = "SAGA_STARTED"
 )
 
-var errPayloadConflict = errors.New("same message_id with a different payload")
-
 // recordInbox writes the starter's inbox row as RECEIVED. prior is the
 // result_code of an earlier delivery's row, "" when this delivery inserted it.
 func (s *Starter) recordInbox(ctx context.Context, d mq.Delivered, m events.OrderCreateRequested, hash []byte) (prior string, err error) {
-	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO consumer_inbox (consumer_group, message_id, topic, event_type, reservation_id, request_id, payload_hash, result_code)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-		ON CONFLICT (consumer_group, message_id) DO NOTHING`,
-		ConsumerGroup, m.MessageID, d.Topic, m.EventType, m.ReservationID, m.RequestID, hash, inboxReceived)
+	claimed, err := inbox.Claim(ctx, s.pool, inbox.Entry{Group: ConsumerGroup, Topic: d.Topic, Message: m, Hash: hash, Code: inboxReceived})
+	if err != nil || claimed {
+		return "", err
+	}
+	rec, err := inbox.Lookup(ctx, s.pool, ConsumerGroup, m.MessageID)
 	if err != nil {
-		return "", fmt.Errorf("starter inbox: %w", err)
+		return "", err
 	}
-	if tag.RowsAffected() == 1 {
-		return "", nil
+	if !rec.Same(hash) {
+		return rec.Code, inbox.ErrPayloadConflict
 	}
-	var priorHash []byte
-	if err := s.pool.QueryRow(ctx, `SELECT payload_hash, result_code FROM consumer_inbox WHERE consumer_group = $1 AND message_id = $2`,
-		ConsumerGroup, m.MessageID).Scan(&priorHash, &prior); err != nil {
-		return "", fmt.Errorf("read starter inbox: %w", err)
-	}
-	if !bytes.Equal(priorHash, hash) {
-		return prior, errPayloadConflict
-	}
-	return prior, nil
+	return rec.Code, nil
 }
 
 // markStarted records that Temporal accepted the saga's start: RECEIVED →
 // SAGA_STARTED. marked is false when another delivery of the same message
 // recorded it first (the row was re-read and says SAGA_STARTED).
 func (s *Starter) markStarted(ctx context.Context, m events.OrderCreateRequested) (marked bool, err error) {
-	tag, err := s.pool.Exec(ctx, `
-		UPDATE consumer_inbox SET result_code = $3, processed_at = clock_timestamp()
-		WHERE consumer_group = $1 AND message_id = $2 AND result_code = $4`,
-		ConsumerGroup, m.MessageID, inboxSagaStarted, inboxReceived)
+	marked, err = inbox.Advance(ctx, s.pool, ConsumerGroup, m.MessageID, inboxReceived, inboxSagaStarted)
+	if err != nil || marked {
+		return marked, err
+	}
+	rec, err := inbox.Lookup(ctx, s.pool, ConsumerGroup, m.MessageID)
 	if err != nil {
-		return false, fmt.Errorf("record saga of %s started in the starter inbox: %w", m.ReservationID, err)
+		return false, err
 	}
-	if tag.RowsAffected() == 1 {
-		return true, nil
-	}
-	var now string
-	if err := s.pool.QueryRow(ctx, `SELECT result_code FROM consumer_inbox WHERE consumer_group = $1 AND message_id = $2`,
-		ConsumerGroup, m.MessageID).Scan(&now); err != nil {
-		return false, fmt.Errorf("re-read starter inbox of message %s: %w", m.MessageID, err)
-	}
-	if now != inboxSagaStarted {
-		return false, fmt.Errorf("starter inbox of message %s is %q, want %s or %s", m.MessageID, now, inboxReceived, inboxSagaStarted)
+	if rec.Code != inboxSagaStarted {
+		return false, fmt.Errorf("starter inbox of message %s is %q, want %s or %s", m.MessageID, rec.Code, inboxReceived, inboxSagaStarted)
 	}
 	return false, nil
 }

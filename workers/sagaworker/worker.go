@@ -7,13 +7,12 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/seckill/seckill/activities"
-	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/temporalx"
 	"github.com/seckill/seckill/workflows"
 )
 
 // Register adds the saga, refund and (with rec) reconciliation workflows and their activities to r.
-func Register(r worker.Registry, acts *activities.Activities, rec *reconcile.Activities) {
+func Register(r worker.Registry, acts *activities.Activities, rec *activities.Reconciliation) {
 	r.RegisterWorkflow(workflows.ReservationSaga)
 	r.RegisterWorkflow(workflows.RefundWorkflow)
 	r.RegisterActivity(acts)
@@ -27,7 +26,7 @@ func Register(r worker.Registry, acts *activities.Activities, rec *reconcile.Act
 // by maxActivities (keep it within the PostgreSQL pool: seed §11.3) and
 // whose activities are watched and their errors classified as ao says
 // (temporalx.ActivityInterceptor).
-func New(c client.Client, taskQueue string, acts *activities.Activities, rec *reconcile.Activities, maxActivities int,
+func New(c client.Client, taskQueue string, acts *activities.Activities, rec *activities.Reconciliation, maxActivities int,
 	ao temporalx.InterceptorOptions) (worker.Worker, error) {
 	w, err := temporalx.NewWorker(c, taskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize:     maxActivities,

@@ -1,0 +1,203 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
+)
+
+// CompensateInput names the reservation whose Redis unit is given back.
+type CompensateInput struct {
+	ReservationID uuid.UUID
+	ActivityID    int64
+	SKUID         int64
+}
+
+// CompensateResult is the end of one compensation attempt.
+type CompensateResult struct {
+	// Status is the reservation's status afterwards: COMPENSATED or MANUAL_REVIEW.
+	Status string
+	// LuaCode is compensate.lua's return code (1, 2, -1..-5), 0 if it did not run.
+	LuaCode int64
+	Reason  string
+}
+
+// ErrLeaseHeld means another attempt holds the compensation task's lease;
+// the caller retries after it expires.
+var ErrLeaseHeld = errors.New("compensation task lease held by another attempt")
+
+// CompensationLease is how long one attempt owns the task (seed §9.7): as
+// long as the activity's start-to-close timeout (workflows.dbActivity), after
+// which Temporal retries an attempt lost with its worker.
+const CompensationLease = 10 * time.Second
+
+// Compensate gives a rejected reservation's unit back to Redis exactly once
+// (seed §9.6, §9.7): PostgreSQL CAS ORDER_REJECTED → COMPENSATING and a task
+// claim by lease for owner, then compensate.lua with the fixed compensation
+// id, then COMPENSATED + task APPLIED. A missing Redis reservation or any
+// conflict never adds stock: task MANUAL, reservation MANUAL_REVIEW.
+func (s *Store) Compensate(ctx context.Context, in CompensateInput, owner string) (CompensateResult, error) {
+	r, err := s.authorizeCompensation(ctx, in.ReservationID)
+	if err != nil {
+		return CompensateResult{}, err
+	}
+	switch r.status {
+	case state.ReservationCompensated, state.ReservationManualReview:
+		return CompensateResult{Status: string(r.status)}, nil
+	case state.ReservationCompensating:
+	default:
+		return CompensateResult{}, fmt.Errorf("reservation %s is %s: compensation not allowed", in.ReservationID, r.status)
+	}
+	taskStatus, err := s.claimTask(ctx, in.ReservationID, owner)
+	if errors.Is(err, ErrLeaseHeld) {
+		s.m.Compensation.WithLabelValues("lease_held").Inc()
+	}
+	if err != nil {
+		return CompensateResult{}, err
+	}
+	if taskStatus == state.CompensationManual {
+		return CompensateResult{Status: string(state.ReservationManualReview), Reason: "COMPENSATION_TASK_MANUAL"}, nil
+	}
+	code, text, err := s.compensateRedis(ctx, in, r)
+	if err != nil {
+		return CompensateResult{}, err
+	}
+	if code == 1 || code == 2 {
+		if err := s.finishCompensation(ctx, in.ReservationID, owner, text); err != nil {
+			return CompensateResult{}, err
+		}
+		s.m.Compensation.WithLabelValues(map[int64]string{1: "applied", 2: "already_applied"}[code]).Inc()
+		s.log.Info("compensation.redis_applied", "reservation_id", in.ReservationID, "compensation_id", CompensationKey(in.ReservationID), "result", text)
+		return CompensateResult{Status: string(state.ReservationCompensated), LuaCode: code, Reason: text}, nil
+	}
+	if err := s.toManual(ctx, in.ReservationID, owner, text); err != nil {
+		return CompensateResult{}, err
+	}
+	s.m.Compensation.WithLabelValues(map[bool]string{true: "redis_missing", false: "state_conflict"}[code == -1]).Inc()
+	s.log.Error("compensation.redis_missing", "reservation_id", in.ReservationID, "lua_code", code, "result", text)
+	return CompensateResult{Status: string(state.ReservationManualReview), LuaCode: code, Reason: text}, nil
+}
+
+// compensateRedis runs compensate.lua with the fixed compensation id.
+func (s *Store) compensateRedis(ctx context.Context, in CompensateInput, r compensationSubject) (int64, string, error) {
+	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
+	rid := in.ReservationID.String()
+	// Too late is not the user's doing: the user may try again.
+	freeGuard := "0"
+	if r.reason == ReasonDeadline {
+		freeGuard = "1"
+	}
+	reply, err := lua.Compensate.Run(ctx, s.rdb,
+		[]string{k.Reservation(rid), k.Counter(), k.CompensationMarker(rid), k.SendDue(), k.User(r.userID)},
+		rid, CompensationKey(in.ReservationID), time.Now().UnixMilli(), s.terminalTTL.Milliseconds(), freeGuard).Slice()
+	if err != nil {
+		// Unknown whether Redis applied it: the retry runs the script again and
+		// the marker makes that harmless.
+		return 0, "", fmt.Errorf("compensate.lua: %w", err)
+	}
+	code, text := reply[0].(int64), reply[1].(string)
+	if err := s.fp.Check(failpoint.AfterCompensationLua); err != nil {
+		return 0, "", err
+	}
+	return code, text, nil
+}
+
+// compensationSubject is what the compensation needs of the reservation row.
+type compensationSubject struct {
+	status state.Reservation
+	userID int64
+	reason string
+}
+
+// authorizeCompensation moves ORDER_REJECTED → COMPENSATING (the durable
+// decision) and returns the reservation's status after it.
+func (s *Store) authorizeCompensation(ctx context.Context, rid uuid.UUID) (compensationSubject, error) {
+	var r compensationSubject
+	var reason *string
+	var moved bool
+	err := s.pool.QueryRow(ctx, `
+		WITH moved AS (
+			UPDATE inventory_reservation SET status = 'COMPENSATING', version = version + 1, updated_at = clock_timestamp()
+			WHERE reservation_id = $1 AND status = 'ORDER_REJECTED'
+			RETURNING status, user_id, reason_code)
+		SELECT status, user_id, reason_code, true FROM moved
+		UNION ALL
+		SELECT status, user_id, reason_code, false FROM inventory_reservation
+		WHERE reservation_id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`, rid).Scan(&r.status, &r.userID, &reason, &moved)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("reservation %s: not in PostgreSQL: nothing to compensate", rid)
+	}
+	if err != nil {
+		return r, fmt.Errorf("authorize compensation of %s: %w", rid, err)
+	}
+	if reason != nil {
+		r.reason = *reason
+	}
+	if moved {
+		s.log.Info("compensation.authorized", "reservation_id", rid)
+	}
+	return r, nil
+}
+
+// claimTask takes the task's lease; an APPLIED task needs only the PG finish.
+func (s *Store) claimTask(ctx context.Context, rid uuid.UUID, owner string) (state.Compensation, error) {
+	var status state.Compensation
+	err := s.pool.QueryRow(ctx, `
+		UPDATE compensation_task
+		SET status = 'CLAIMED', lease_owner = $2, lease_until = clock_timestamp() + $3::interval,
+		    attempt_count = attempt_count + 1, updated_at = clock_timestamp()
+		WHERE task_id = $1
+		  AND (status IN ('PENDING', 'RETRY') OR (status = 'CLAIMED' AND lease_until < clock_timestamp()))
+		RETURNING status`, CompensationTaskID(rid), owner, CompensationLease.String()).Scan(&status)
+	if err == nil {
+		return status, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("claim compensation task of %s: %w", rid, err)
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT status FROM compensation_task WHERE task_id = $1`, CompensationTaskID(rid)).Scan(&status); err != nil {
+		return "", fmt.Errorf("read compensation task of %s: %w", rid, err)
+	}
+	switch status {
+	case state.CompensationApplied, state.CompensationVerified, state.CompensationManual:
+		return status, nil
+	}
+	return "", ErrLeaseHeld
+}
+
+func (s *Store) finishCompensation(ctx context.Context, rid uuid.UUID, owner, result string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := pg.Exec(ctx, tx, fmt.Sprintf("reservation %s → COMPENSATED", rid), `
+			UPDATE inventory_reservation SET status = 'COMPENSATED', version = version + 1, updated_at = clock_timestamp()
+			WHERE reservation_id = $1 AND status = 'COMPENSATING'`, rid); err != nil {
+			return err
+		}
+		return pg.Exec(ctx, tx, fmt.Sprintf("compensation task of %s → APPLIED", rid), `
+			UPDATE compensation_task SET status = 'APPLIED', lease_owner = NULL, lease_until = NULL,
+			    last_result = $3, updated_at = clock_timestamp()
+			WHERE task_id = $1 AND (lease_owner = $2 OR status = 'APPLIED')`, CompensationTaskID(rid), owner, result)
+	})
+}
+
+func (s *Store) toManual(ctx context.Context, rid uuid.UUID, owner, result string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := pg.Exec(ctx, tx, fmt.Sprintf("compensation task of %s → MANUAL", rid), `
+			UPDATE compensation_task SET status = 'MANUAL', lease_owner = NULL, lease_until = NULL,
+			    last_result = $3, updated_at = clock_timestamp()
+			WHERE task_id = $1 AND lease_owner = $2`, CompensationTaskID(rid), owner, result); err != nil {
+			return err
+		}
+		return pg.Exec(ctx, tx, fmt.Sprintf("reservation %s → MANUAL_REVIEW", rid), `
+			UPDATE inventory_reservation SET status = 'MANUAL_REVIEW', reason_code = $2, version = version + 1, updated_at = clock_timestamp()
+			WHERE reservation_id = $1 AND status = 'COMPENSATING'`, rid, "COMPENSATION_"+result)
+	})
+}

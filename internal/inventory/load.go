@@ -1,0 +1,69 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/pg"
+)
+
+// ReservationState is where a reservation stands in PostgreSQL: what a saga
+// resumed after its predecessor was lost carries on from.
+type ReservationState struct {
+	// Status is the reservation's status; empty when PostgreSQL has no row.
+	Status  string
+	Reason  string
+	OrderID uuid.UUID
+	// OrderStatus and ExpiresAt are set when the reservation has an order.
+	OrderStatus string
+	ExpiresAt   time.Time
+}
+
+// Load reads a reservation and its order.
+func (s *Store) Load(ctx context.Context, rid uuid.UUID) (ReservationState, error) {
+	var st ReservationState
+	var reason, orderStatus *string
+	var orderID *uuid.UUID
+	var expires *time.Time
+	err := s.pool.QueryRow(ctx, `
+		SELECT r.status, r.reason_code, o.order_id, o.status, o.expires_at
+		FROM inventory_reservation r LEFT JOIN orders o ON o.reservation_id = r.reservation_id
+		WHERE r.reservation_id = $1`, rid).Scan(&st.Status, &reason, &orderID, &orderStatus, &expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ReservationState{}, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("read reservation %s: %w", rid, err)
+	}
+	if reason != nil {
+		st.Reason = *reason
+	}
+	if orderID != nil {
+		st.OrderID, st.OrderStatus, st.ExpiresAt = *orderID, *orderStatus, *expires
+	}
+	return st, nil
+}
+
+// Message rebuilds, from PostgreSQL's reservation row, the part of a
+// reservation's ORDER_CREATE_REQUESTED a resumed saga needs (ids, sale,
+// user, times). It is not the original message (no key version): a resumed
+// saga never creates an order from it.
+func Message(ctx context.Context, db pg.Querier, rid uuid.UUID) (events.OrderCreateRequested, error) {
+	m := events.OrderCreateRequested{SchemaVersion: ids.SchemaVersion, EventType: events.TypeOrderCreateRequested,
+		ReservationID: rid, MessageKey: rid.String()}
+	err := db.QueryRow(ctx, `SELECT message_id, request_id, activity_id, sku_id, user_id, reserved_at, business_deadline
+		FROM inventory_reservation WHERE reservation_id = $1`, rid).
+		Scan(&m.MessageID, &m.RequestID, &m.ActivityID, &m.SKUID, &m.UserID, &m.ReservedAt, &m.BusinessDeadline)
+	if err != nil {
+		return m, fmt.Errorf("read reservation %s: %w", rid, err)
+	}
+	m.ReservedAt, m.BusinessDeadline = m.ReservedAt.UTC(), m.BusinessDeadline.UTC()
+	return m, nil
+}

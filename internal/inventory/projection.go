@@ -1,0 +1,69 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/seckill/seckill/lua"
+)
+
+// ProjectionInput names a created order to project onto Redis.
+type ProjectionInput struct {
+	ReservationID uuid.UUID
+	OrderID       uuid.UUID
+	ActivityID    int64
+	SKUID         int64
+}
+
+// ProjectionResult is order_created.lua's (or release.lua's) answer.
+type ProjectionResult struct {
+	Code int64
+	Text string
+}
+
+// ProjectOrderCreated marks the Redis reservation ORDER_CREATED and moves its
+// unit open_reserved → committed, once (lua/order_created.lua). A missing or
+// conflicting Redis reservation changes nothing and is reported: PostgreSQL
+// holds the order; reconciliation rebuilds the projection.
+func (s *Store) ProjectOrderCreated(ctx context.Context, in ProjectionInput) (ProjectionResult, error) {
+	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
+	reply, err := lua.OrderCreated.Run(ctx, s.rdb, []string{k.Reservation(in.ReservationID.String()), k.Counter(), k.SendDue()},
+		in.ReservationID.String(), in.OrderID.String()).Slice()
+	if err != nil {
+		return ProjectionResult{}, fmt.Errorf("order_created.lua: %w", err)
+	}
+	res := ProjectionResult{Code: reply[0].(int64), Text: reply[1].(string)}
+	if res.Code < 0 {
+		s.log.Error("projection.order_created_conflict", "reservation_id", in.ReservationID, "order_id", in.OrderID,
+			"lua_code", res.Code, "result", res.Text)
+	}
+	return res, nil
+}
+
+// ReleaseInput names a cancelled order whose Redis unit is given back.
+type ReleaseInput struct {
+	ReservationID uuid.UUID
+	OrderID       uuid.UUID
+	ActivityID    int64
+	SKUID         int64
+}
+
+// ReleaseRedis gives a cancelled order's unit back to Redis stock once
+// (lua/release.lua). Only after PostgreSQL durably cancelled the order.
+func (s *Store) ReleaseRedis(ctx context.Context, in ReleaseInput) (ProjectionResult, error) {
+	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
+	rid := in.ReservationID.String()
+	reply, err := lua.Release.Run(ctx, s.rdb, []string{k.Reservation(rid), k.Counter(), k.ReleaseMarker(rid)},
+		rid, "RELEASE:"+in.OrderID.String(), time.Now().UnixMilli(), s.terminalTTL.Milliseconds()).Slice()
+	if err != nil {
+		return ProjectionResult{}, fmt.Errorf("release.lua: %w", err)
+	}
+	res := ProjectionResult{Code: reply[0].(int64), Text: reply[1].(string)}
+	if res.Code < 0 {
+		s.log.Error("release.redis_not_applied", "reservation_id", rid, "order_id", in.OrderID, "lua_code", res.Code, "result", res.Text)
+	}
+	return res, nil
+}

@@ -1,0 +1,78 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/seckill/seckill/internal/events"
+)
+
+// Temporal is the part of the Temporal client that starts and signals
+// workflows (client.Client has it; tests pass a fake).
+type Temporal interface {
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
+		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
+	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+}
+
+// Sagas asks running sagas for things on behalf of the API (internal/checkout):
+// cancel an order, hear of a payment, start a refund. Each call names its
+// workflow by the fixed ID and start options of this package.
+type Sagas struct {
+	tc        Temporal
+	taskQueue string
+}
+
+// NewSagas returns Sagas over tc on taskQueue.
+func NewSagas(tc Temporal, taskQueue string) (*Sagas, error) {
+	if tc == nil || taskQueue == "" {
+		return nil, errors.New("workflows: nil Temporal client or empty task queue")
+	}
+	return &Sagas{tc: tc, taskQueue: taskQueue}, nil
+}
+
+// Cancel signals the reservation's saga to cancel its order. A saga that is
+// gone (terminated, failed) is resumed from m with the cancel as its first
+// signal (signal-with-start, ResumeStartOptions).
+func (s *Sagas) Cancel(ctx context.Context, m events.OrderCreateRequested, reason string) error {
+	if _, err := s.tc.SignalWithStartWorkflow(ctx, ReservationWorkflowID(m.ReservationID.String()), SignalCancel,
+		CancelSignal{Reason: reason}, ResumeStartOptions(s.taskQueue, m), ReservationSaga,
+		SagaInput{Message: m, Resume: true}); err != nil {
+		return fmt.Errorf("signal saga: %w", err)
+	}
+	return nil
+}
+
+// Paid tells the reservation's saga that its order was paid (a hint: the
+// saga reads PostgreSQL).
+func (s *Sagas) Paid(ctx context.Context, reservationID uuid.UUID, transactionID string) error {
+	return s.tc.SignalWorkflow(ctx, ReservationWorkflowID(reservationID.String()), "", SignalPayment,
+		PaymentSignal{TransactionID: transactionID})
+}
+
+// StartRefund starts the payment's refund workflow (idempotent by its ID).
+func (s *Sagas) StartRefund(ctx context.Context, paymentID uuid.UUID, activityID, skuID int64) error {
+	return StartRefund(ctx, s.tc, s.taskQueue, RefundInput{PaymentID: paymentID, ActivityID: activityID, SKUID: skuID})
+}
+
+// Starter is the part of the Temporal client that starts workflows.
+type Starter interface {
+	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+}
+
+// StartRefund starts in's RefundWorkflow; one already running (or done) is
+// success.
+func StartRefund(ctx context.Context, tc Starter, taskQueue string, in RefundInput) error {
+	_, err := tc.ExecuteWorkflow(ctx, RefundStartOptions(taskQueue, in), RefundWorkflow, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &started) {
+		return fmt.Errorf("start refund of %s: %w", in.PaymentID, err)
+	}
+	return nil
+}
