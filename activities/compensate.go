@@ -72,35 +72,32 @@ func (a *Activities) Compensate(ctx context.Context, in CompensateInput) (Compen
 
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
 	rid := in.ReservationID.String()
-	// Too late is not the user's doing: the user may try again.
-	freeGuard := "0"
-	if r.reason == ReasonDeadline {
-		freeGuard = "1"
-	}
-	reply, err := lua.Compensate.Run(ctx, a.rdb,
-		[]string{k.Reservation(rid), k.Counter(), k.CompensationMarker(rid), k.SendDue(), k.User(r.userID)},
-		rid, CompensationKey(in.ReservationID), time.Now().UnixMilli(), a.TerminalTTL.Milliseconds(), freeGuard).Slice()
+	reply, err := lua.Compensate(ctx, a.rdb, k, lua.CompensateArgs{ReservationID: rid,
+		CompensationID: CompensationKey(in.ReservationID), UserID: r.userID, NowMS: time.Now().UnixMilli(),
+		TTL: a.TerminalTTL,
+		// Too late is not the user's doing: the user may try again.
+		FreeUserGuard: r.reason == ReasonDeadline})
 	if err != nil {
 		// Unknown whether Redis applied it: the retry runs the script again and
 		// the marker makes that harmless.
-		return CompensateResult{}, fmt.Errorf("compensate.lua: %w", err)
+		return CompensateResult{}, err
 	}
-	code, text := reply[0].(int64), reply[1].(string)
+	code, text := int64(reply.Code), reply.Text
 	if err := a.fp.Check(failpoint.AfterCompensationLua); err != nil {
 		return CompensateResult{}, err
 	}
-	if code == 1 || code == 2 {
+	if reply.Code.Applied() {
 		if err := a.finishCompensation(ctx, in.ReservationID, owner, text); err != nil {
 			return CompensateResult{}, err
 		}
-		a.m.Compensation.WithLabelValues(map[int64]string{1: "applied", 2: "already_applied"}[code]).Inc()
+		a.m.Compensation.WithLabelValues(map[lua.CompensateCode]string{lua.Compensated: "applied", lua.AlreadyCompensated: "already_applied"}[reply.Code]).Inc()
 		a.log.Info("compensation.redis_applied", "reservation_id", in.ReservationID, "compensation_id", CompensationKey(in.ReservationID), "result", text)
 		return CompensateResult{Status: "COMPENSATED", LuaCode: code, Reason: text}, nil
 	}
 	if err := a.toManual(ctx, in.ReservationID, owner, text); err != nil {
 		return CompensateResult{}, err
 	}
-	a.m.Compensation.WithLabelValues(map[bool]string{true: "redis_missing", false: "state_conflict"}[code == -1]).Inc()
+	a.m.Compensation.WithLabelValues(map[bool]string{true: "redis_missing", false: "state_conflict"}[reply.Code == lua.CompensateMissing]).Inc()
 	a.log.Error("compensation.redis_missing", "reservation_id", in.ReservationID, "lua_code", code, "result", text)
 	return CompensateResult{Status: "MANUAL_REVIEW", LuaCode: code, Reason: text}, nil
 }

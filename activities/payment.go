@@ -128,12 +128,12 @@ type ReleaseInput struct {
 func (a *Activities) ReleaseRedis(ctx context.Context, in ReleaseInput) (ProjectionResult, error) {
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
 	rid := in.ReservationID.String()
-	reply, err := lua.Release.Run(ctx, a.rdb, []string{k.Reservation(rid), k.Counter(), k.ReleaseMarker(rid)},
-		rid, "RELEASE:"+in.OrderID.String(), time.Now().UnixMilli(), a.TerminalTTL.Milliseconds()).Slice()
+	reply, err := lua.Release(ctx, a.rdb, k, lua.ReleaseArgs{ReservationID: rid, ReleaseID: "RELEASE:" + in.OrderID.String(),
+		NowMS: time.Now().UnixMilli(), TTL: a.TerminalTTL})
 	if err != nil {
-		return ProjectionResult{}, fmt.Errorf("release.lua: %w", err)
+		return ProjectionResult{}, err
 	}
-	res := ProjectionResult{Code: reply[0].(int64), Text: reply[1].(string)}
+	res := ProjectionResult{Code: int64(reply.Code), Text: reply.Text}
 	if res.Code < 0 {
 		a.log.Error("release.redis_not_applied", "reservation_id", rid, "order_id", in.OrderID, "lua_code", res.Code, "result", res.Text)
 	}

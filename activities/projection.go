@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/google/uuid"
 
@@ -29,12 +28,12 @@ type ProjectionResult struct {
 // holds the order; reconciliation rebuilds the projection.
 func (a *Activities) ProjectOrderCreated(ctx context.Context, in ProjectionInput) (ProjectionResult, error) {
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
-	reply, err := lua.OrderCreated.Run(ctx, a.rdb, []string{k.Reservation(in.ReservationID.String()), k.Counter(), k.SendDue()},
-		in.ReservationID.String(), in.OrderID.String()).Slice()
+	reply, err := lua.OrderCreated(ctx, a.rdb, k, lua.OrderCreatedArgs{ReservationID: in.ReservationID.String(),
+		OrderID: in.OrderID.String()})
 	if err != nil {
-		return ProjectionResult{}, fmt.Errorf("order_created.lua: %w", err)
+		return ProjectionResult{}, err
 	}
-	res := ProjectionResult{Code: reply[0].(int64), Text: reply[1].(string)}
+	res := ProjectionResult{Code: int64(reply.Code), Text: reply.Text}
 	if res.Code < 0 {
 		a.log.Error("projection.order_created_conflict", "reservation_id", in.ReservationID, "order_id", in.OrderID,
 			"lua_code", res.Code, "result", res.Text)

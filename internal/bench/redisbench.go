@@ -41,7 +41,7 @@ const (
 // so each call is a distinct user making a distinct request, as on the
 // gateway's path.
 type ReserveCall struct {
-	SHA           string // lua.Reserve.Hash()
+	SHA           string // lua.ReserveSHA()
 	ActivityID    int64
 	SKUID         int64
 	NowMS         int64 // inside the sale window
