@@ -107,10 +107,25 @@ type ReserveArgs struct {
 
 // Render returns the KEYS and ARGV of the call.
 func (a ReserveArgs) Render(k Keys) (keys []string, argv []any) {
-	return []string{k.Counter(), k.Meta(), k.Reservation(a.ReservationID), k.Request(a.UserID, a.RequestID),
-			k.User(a.UserID), k.SendDue()},
-		[]any{a.ReservationID, a.MessageID, a.RequestID, a.UserID, k.ActivityID, k.SKUID, a.NowMS, a.KeyVersion,
-			a.SchemaVersion, a.TTL.Milliseconds(), a.SendDueAtMS}
+	keys, text := a.Template(k, strconv.FormatInt(a.UserID, 10))
+	argv = make([]any, len(text))
+	for i, s := range text {
+		argv[i] = s
+	}
+	return keys, argv
+}
+
+// Template renders the call as text with user in place of the user id
+// (a.UserID is not used), for clients that substitute a placeholder per call:
+// redis-benchmark's __rand_int__. Render is Template with the decimal UserID.
+func (a ReserveArgs) Template(k Keys, user string) (keys, argv []string) {
+	keys = []string{k.Counter(), k.Meta(), k.Reservation(a.ReservationID), k.request(user, a.RequestID),
+		k.user(user), k.SendDue()}
+	argv = []string{a.ReservationID, a.MessageID, a.RequestID, user,
+		strconv.FormatInt(k.ActivityID, 10), strconv.FormatInt(k.SKUID, 10),
+		strconv.FormatInt(a.NowMS, 10), strconv.Itoa(a.KeyVersion), strconv.Itoa(a.SchemaVersion),
+		strconv.FormatInt(a.TTL.Milliseconds(), 10), strconv.FormatInt(a.SendDueAtMS, 10)}
+	return keys, argv
 }
 
 // ReserveCode is reserve.lua's answer.

@@ -6,6 +6,7 @@ package lua
 import (
 	_ "embed"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -80,11 +81,18 @@ func (k Keys) Reservation(reservationID string) string { return k.prefix() + "r:
 
 // Request maps (user, request_id) to the reservation it produced.
 func (k Keys) Request(userID int64, requestID string) string {
-	return fmt.Sprintf("%sreq:%d:%s", k.prefix(), userID, requestID)
+	return k.request(strconv.FormatInt(userID, 10), requestID)
 }
 
 // User is the one-reservation-per-user guard.
-func (k Keys) User(userID int64) string { return fmt.Sprintf("%suser:%d", k.prefix(), userID) }
+func (k Keys) User(userID int64) string { return k.user(strconv.FormatInt(userID, 10)) }
+
+// request and user take the user id as text, so that ReserveArgs.Template
+// can put a placeholder in its place.
+func (k Keys) request(user, requestID string) string {
+	return k.prefix() + "req:" + user + ":" + requestID
+}
+func (k Keys) user(user string) string { return k.prefix() + "user:" + user }
 
 // SendDue is the sorted set of reservations whose message is not confirmed
 // sent; the score is the next time a scanner may send it (ms).
