@@ -261,10 +261,10 @@ func TestPGStockExhaustedCompensatesRedisOnceEach(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, err := lua.Compensate.Run(ctx, r.rdb, []string{r.k.Reservation(rid), r.k.Counter(), r.k.CompensationMarker(rid),
-				r.k.SendDue(), r.k.User(rejected[0].UserID)},
-				rid, activities.CompensationKey(rejected[0].ReservationID), time.Now().UnixMilli(), 3600000, "0").Slice()
-			if err != nil || res[0].(int64) != 2 {
+			res, err := lua.Compensate(ctx, r.rdb, r.k, lua.CompensateArgs{ReservationID: rid,
+				CompensationID: activities.CompensationKey(rejected[0].ReservationID), UserID: rejected[0].UserID,
+				NowMS: time.Now().UnixMilli(), TTL: time.Hour})
+			if err != nil || res.Code != lua.AlreadyCompensated {
 				t.Errorf("repeat compensate.lua = %v, %v, want ALREADY_COMPENSATED", res, err)
 			}
 		}()

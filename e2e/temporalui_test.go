@@ -288,11 +288,11 @@ func uiStuckReservation(ctx context.Context, t *testing.T, cfg config.Config, co
 	}
 	rid := id.ReservationID.String()
 	ms := now.UnixMilli()
-	res, err := lua.Reserve.Run(ctx, rdb, []string{k.Counter(), k.Meta(), k.Reservation(rid), k.Request(user, req.String()),
-		k.User(user), k.SendDue()},
-		rid, id.MessageID.String(), req.String(), user, k.ActivityID, k.SKUID, ms, d.CurrentVersion(), 1, 3600000, ms+3600000).Slice()
-	if err != nil || res[0].(int64) != 1 {
-		t.Fatalf("reserve: %v %v", res, err)
+	res, err := lua.Reserve(ctx, rdb, k, lua.ReserveArgs{ReservationID: rid, MessageID: id.MessageID.String(),
+		RequestID: req.String(), UserID: user, NowMS: ms, KeyVersion: d.CurrentVersion(), SchemaVersion: 1,
+		TTL: time.Hour, SendDueAtMS: ms + 3600000})
+	if err != nil || res.Code != lua.ReserveAdmitted {
+		t.Fatalf("reserve: %+v %v", res, err)
 	}
 	// The reservation is lost from Redis (a failover, say) before the saga runs.
 	if err := rdb.Del(ctx, k.Reservation(rid), k.SendDue()).Err(); err != nil {
@@ -300,7 +300,7 @@ func uiStuckReservation(ctx context.Context, t *testing.T, cfg config.Config, co
 	}
 	return reservation.Fields{ReservationID: id.ReservationID, MessageID: id.MessageID, RequestID: req, ActivityID: k.ActivityID,
 		SKUID: k.SKUID, UserID: user, SchemaVersion: 1, KeyVersion: d.CurrentVersion(), ReservedAtMS: ms,
-		DeadlineMS: res[2].(int64)}.Message()
+		DeadlineMS: res.DeadlineMS}.Message()
 }
 
 // uiWaitSagaState polls the saga's query handler until ok(state).

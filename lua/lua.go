@@ -6,6 +6,7 @@ package lua
 import (
 	_ "embed"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -28,32 +29,37 @@ var (
 )
 
 // Scripts run with EVALSHA (go-redis falls back to EVAL once if the script
-// cache was flushed). See each file's header for KEYS, ARGV and return codes.
+// cache was flushed). See each file's header for KEYS, ARGV and return codes;
+// calls.go is the typed layer every caller goes through.
 var (
-	Reserve   = redis.NewScript(reserveSrc)
-	SendClaim = redis.NewScript(sendClaimSrc)
-	SendDone  = redis.NewScript(sendDoneSrc)
-	InitSKU   = redis.NewScript(initSKUSrc)
-	// OrderCreated projects a created order onto Redis (open_reserved → committed once).
-	OrderCreated = redis.NewScript(orderCreatedSrc)
-	// Compensate gives a rejected reservation's unit back, at most once.
-	Compensate = redis.NewScript(compensateSrc)
-	// Release gives a cancelled order's unit back (committed → available once).
-	Release = redis.NewScript(releaseSrc)
+	reserve   = redis.NewScript(reserveSrc)
+	sendClaim = redis.NewScript(sendClaimSrc)
+	sendDone  = redis.NewScript(sendDoneSrc)
+	initSKU   = redis.NewScript(initSKUSrc)
+	// orderCreated projects a created order onto Redis (open_reserved → committed once).
+	orderCreated = redis.NewScript(orderCreatedSrc)
+	// compensate gives a rejected reservation's unit back, at most once.
+	compensate = redis.NewScript(compensateSrc)
+	// release gives a cancelled order's unit back (committed → available once).
+	release = redis.NewScript(releaseSrc)
 )
 
 // All lists every script, for loading them at start-up (SCRIPT LOAD).
 func All() map[string]*redis.Script {
 	return map[string]*redis.Script{
-		"reserve.lua":       Reserve,
-		"send_claim.lua":    SendClaim,
-		"send_done.lua":     SendDone,
-		"init_sku.lua":      InitSKU,
-		"order_created.lua": OrderCreated,
-		"compensate.lua":    Compensate,
-		"release.lua":       Release,
+		"reserve.lua":       reserve,
+		"send_claim.lua":    sendClaim,
+		"send_done.lua":     sendDone,
+		"init_sku.lua":      initSKU,
+		"order_created.lua": orderCreated,
+		"compensate.lua":    compensate,
+		"release.lua":       release,
 	}
 }
+
+// ReserveSHA is reserve.lua's SHA1, the name EVALSHA runs it by (for clients
+// outside Go, such as redis-benchmark).
+func ReserveSHA() string { return reserve.Hash() }
 
 // Keys builds the Redis keys of one (activity, sku).
 type Keys struct {
@@ -75,11 +81,18 @@ func (k Keys) Reservation(reservationID string) string { return k.prefix() + "r:
 
 // Request maps (user, request_id) to the reservation it produced.
 func (k Keys) Request(userID int64, requestID string) string {
-	return fmt.Sprintf("%sreq:%d:%s", k.prefix(), userID, requestID)
+	return k.request(strconv.FormatInt(userID, 10), requestID)
 }
 
 // User is the one-reservation-per-user guard.
-func (k Keys) User(userID int64) string { return fmt.Sprintf("%suser:%d", k.prefix(), userID) }
+func (k Keys) User(userID int64) string { return k.user(strconv.FormatInt(userID, 10)) }
+
+// request and user take the user id as text, so that ReserveArgs.Template
+// can put a placeholder in its place.
+func (k Keys) request(user, requestID string) string {
+	return k.prefix() + "req:" + user + ":" + requestID
+}
+func (k Keys) user(user string) string { return k.prefix() + "user:" + user }
 
 // SendDue is the sorted set of reservations whose message is not confirmed
 // sent; the score is the next time a scanner may send it (ms).

@@ -3,6 +3,7 @@ package lua_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
@@ -23,13 +24,13 @@ func TestScriptsRunByEVALSHA(t *testing.T) {
 	k := lua.Keys{ActivityID: testenv.ActivityID(), SKUID: 1}
 	t.Cleanup(func() { rdb.Del(ctx, k.Counter(), k.Meta()) })
 	// A SKU that was never set up answers NOT_CONFIGURED (-5) and writes nothing.
-	res, err := rdb.EvalSha(ctx, lua.Reserve.Hash(),
-		[]string{k.Counter(), k.Meta(), k.Reservation("r1"), k.Request(7, "q1"), k.User(7), k.SendDue()},
-		"r1", "m1", "q1", 7, k.ActivityID, k.SKUID, 1000, 1, 1, 60000, 2000).Slice()
+	keys, argv := lua.ReserveArgs{ReservationID: "r1", MessageID: "m1", RequestID: "q1", UserID: 7, NowMS: 1000,
+		KeyVersion: 1, SchemaVersion: 1, TTL: time.Minute, SendDueAtMS: 2000}.Render(k)
+	res, err := rdb.EvalSha(ctx, lua.ReserveSHA(), keys, argv...).Slice()
 	if err != nil {
 		t.Fatalf("EVALSHA reserve: %v", err)
 	}
-	if code := res[0].(int64); code != -5 {
+	if code := res[0].(int64); code != int64(lua.ReserveNotConfigured) {
 		t.Fatalf("reserve on an unconfigured sku = %v, want code -5", res)
 	}
 	if n, _ := rdb.Exists(ctx, k.Reservation("r1"), k.User(7), k.Request(7, "q1")).Result(); n != 0 {

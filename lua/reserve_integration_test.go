@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -27,8 +28,8 @@ func newSKU(t *testing.T, rdb *redis.Client, stock int) sku {
 	t.Helper()
 	ctx := context.Background()
 	k := lua.Keys{ActivityID: testenv.ActivityID(), SKUID: 1}
-	res, err := lua.InitSKU.Run(ctx, rdb, []string{k.Counter(), k.Meta()}, stock, stock, startMS, endMS, deadlineMS, 60000, "1").Int64Slice()
-	if err != nil || res[0] != 1 {
+	res, err := lua.InitSKU(ctx, rdb, k, initArgs(stock, stock, true))
+	if err != nil || res.Code != lua.InitSKUCreated {
 		t.Fatalf("init sku: %v %v", res, err)
 	}
 	t.Cleanup(func() {
@@ -40,11 +41,17 @@ func newSKU(t *testing.T, rdb *redis.Client, stock int) sku {
 	return sku{k, rdb}
 }
 
-func (s sku) reserve(t *testing.T, rid string, user int64, req string, now int64) []any {
+// initArgs is init_sku.lua's call for the test sale window.
+func initArgs(initial, available int, unmoved bool) lua.InitSKUArgs {
+	return lua.InitSKUArgs{Initial: int64(initial), Available: int64(available), StartMS: startMS, EndMS: endMS,
+		OrderDeadline: deadlineMS * time.Millisecond, PaymentTimeout: time.Minute, Unmoved: unmoved}
+}
+
+func (s sku) reserve(t *testing.T, rid string, user int64, req string, now int64) lua.ReserveReply {
 	t.Helper()
-	res, err := lua.Reserve.Run(context.Background(), s.rdb,
-		[]string{s.k.Counter(), s.k.Meta(), s.k.Reservation(rid), s.k.Request(user, req), s.k.User(user), s.k.SendDue()},
-		rid, "m-"+rid, req, user, s.k.ActivityID, s.k.SKUID, now, 1, 1, ttlMS, now+3000).Slice()
+	res, err := lua.Reserve(context.Background(), s.rdb, s.k, lua.ReserveArgs{ReservationID: rid, MessageID: "m-" + rid,
+		RequestID: req, UserID: user, NowMS: now, KeyVersion: 1, SchemaVersion: 1, TTL: ttlMS * time.Millisecond,
+		SendDueAtMS: now + 3000})
 	if err != nil {
 		t.Fatalf("reserve: %v", err)
 	}
@@ -74,29 +81,29 @@ func TestReserveOutcomes(t *testing.T) {
 		user     int64
 		req      string
 		now      int64
-		wantCode int64
+		wantCode lua.ReserveCode
 		wantRID  string
 		// counters after: available, open_reserved
 		wantAvail, wantOpen string
 	}{
-		{name: "admitted", stock: 2, rid: "r1", user: 1, req: "q1", now: now, wantCode: 1, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
+		{name: "admitted", stock: 2, rid: "r1", user: 1, req: "q1", now: now, wantCode: lua.ReserveAdmitted, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
 		{name: "same request again", stock: 2, setup: func(t *testing.T, s sku) { s.reserve(t, "r1", 1, "q1", now) },
-			rid: "r1", user: 1, req: "q1", now: now, wantCode: 2, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
+			rid: "r1", user: 1, req: "q1", now: now, wantCode: lua.ReserveDuplicate, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
 		{name: "request map lost, reservation kept", stock: 2, setup: func(t *testing.T, s sku) {
 			s.reserve(t, "r1", 1, "q1", now)
 			s.rdb.Del(ctx, s.k.Request(1, "q1"))
-		}, rid: "r1", user: 1, req: "q1", now: now, wantCode: 2, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
+		}, rid: "r1", user: 1, req: "q1", now: now, wantCode: lua.ReserveDuplicate, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
 		{name: "request map and reservation lost, user guard kept", stock: 2, setup: func(t *testing.T, s sku) {
 			s.reserve(t, "r1", 1, "q1", now)
 			s.rdb.Del(ctx, s.k.Request(1, "q1"), s.k.Reservation("r1"))
-		}, rid: "r1", user: 1, req: "q1", now: now, wantCode: 2, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
+		}, rid: "r1", user: 1, req: "q1", now: now, wantCode: lua.ReserveDuplicate, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
 		{name: "second reservation by the same user", stock: 2, setup: func(t *testing.T, s sku) { s.reserve(t, "r1", 1, "q1", now) },
-			rid: "r2", user: 1, req: "q2", now: now, wantCode: -2, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
+			rid: "r2", user: 1, req: "q2", now: now, wantCode: lua.ReserveAlreadyReserved, wantRID: "r1", wantAvail: "1", wantOpen: "1"},
 		{name: "sold out", stock: 1, setup: func(t *testing.T, s sku) { s.reserve(t, "r1", 1, "q1", now) },
-			rid: "r2", user: 2, req: "q2", now: now, wantCode: -1, wantAvail: "0", wantOpen: "1"},
-		{name: "zero stock", stock: 0, rid: "r1", user: 1, req: "q1", now: now, wantCode: -1, wantAvail: "0", wantOpen: "0"},
-		{name: "not started", stock: 2, rid: "r1", user: 1, req: "q1", now: startMS - 1, wantCode: -3, wantAvail: "2", wantOpen: "0"},
-		{name: "ended", stock: 2, rid: "r1", user: 1, req: "q1", now: endMS, wantCode: -4, wantAvail: "2", wantOpen: "0"},
+			rid: "r2", user: 2, req: "q2", now: now, wantCode: lua.ReserveSoldOut, wantAvail: "0", wantOpen: "1"},
+		{name: "zero stock", stock: 0, rid: "r1", user: 1, req: "q1", now: now, wantCode: lua.ReserveSoldOut, wantAvail: "0", wantOpen: "0"},
+		{name: "not started", stock: 2, rid: "r1", user: 1, req: "q1", now: startMS - 1, wantCode: lua.ReserveNotStarted, wantAvail: "2", wantOpen: "0"},
+		{name: "ended", stock: 2, rid: "r1", user: 1, req: "q1", now: endMS, wantCode: lua.ReserveEnded, wantAvail: "2", wantOpen: "0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -105,8 +112,8 @@ func TestReserveOutcomes(t *testing.T) {
 				c.setup(t, s)
 			}
 			res := s.reserve(t, c.rid, c.user, c.req, c.now)
-			if res[0].(int64) != c.wantCode || res[1].(string) != c.wantRID {
-				t.Fatalf("reserve = %v, want code %d rid %q", res, c.wantCode, c.wantRID)
+			if res.Code != c.wantCode || res.ReservationID != c.wantRID {
+				t.Fatalf("reserve = %+v, want code %d rid %q", res, c.wantCode, c.wantRID)
 			}
 			cn := s.counters(t)
 			if cn["available"] != c.wantAvail || cn["open_reserved"] != c.wantOpen {
@@ -115,7 +122,7 @@ func TestReserveOutcomes(t *testing.T) {
 			if cn["initial"] != fmt.Sprint(c.stock) || atoi(cn["available"])+atoi(cn["open_reserved"])+atoi(cn["committed"]) != c.stock {
 				t.Fatalf("conservation broken: %v", cn)
 			}
-			if c.wantCode == 1 {
+			if c.wantCode == lua.ReserveAdmitted {
 				h, _ := rdb.HGetAll(ctx, s.k.Reservation(c.rid)).Result()
 				for _, f := range []string{"status", "mq_state", "activity_id", "sku_id", "user_id", "request_id",
 					"reservation_id", "message_id", "schema_version", "key_version", "reserved_at_ms",
@@ -140,8 +147,8 @@ func TestReserveOutcomes(t *testing.T) {
 		k := lua.Keys{ActivityID: testenv.ActivityID(), SKUID: 9}
 		s := sku{k, rdb}
 		res := s.reserve(t, "r1", 1, "q1", now)
-		if res[0].(int64) != -5 {
-			t.Fatalf("reserve on unknown sku = %v", res)
+		if res.Code != lua.ReserveNotConfigured {
+			t.Fatalf("reserve on unknown sku = %+v", res)
 		}
 		if n := rdb.Exists(ctx, k.Counter(), k.Reservation("r1"), k.User(1), k.SendDue()).Val(); n != 0 {
 			t.Fatalf("unknown sku: %d keys written", n)
@@ -154,18 +161,18 @@ func TestInitSKUNeverResetsLiveStock(t *testing.T) {
 	rdb := testenv.Redis(t, cfg)
 	s := newSKU(t, rdb, 5)
 	s.reserve(t, "r1", 1, "q1", startMS+1)
-	res, err := lua.InitSKU.Run(context.Background(), rdb, []string{s.k.Counter(), s.k.Meta()}, 5, 5, startMS, endMS, deadlineMS, 60000, "1").Int64Slice()
-	if err != nil || res[0] != 0 || res[1] != 4 {
-		t.Fatalf("second init = %v %v, want kept with available 4", res, err)
+	res, err := lua.InitSKU(context.Background(), rdb, s.k, initArgs(5, 5, true))
+	if err != nil || res.Code != lua.InitSKUKept || res.Available != 4 {
+		t.Fatalf("second init = %+v %v, want kept with available 4", res, err)
 	}
 	if cn := s.counters(t); cn["available"] != "4" || cn["open_reserved"] != "1" {
 		t.Fatalf("counters reset: %v", cn)
 	}
 	// Counters lost while PostgreSQL shows movements: refuse, write nothing.
 	rdb.Del(context.Background(), s.k.Counter())
-	res, _ = lua.InitSKU.Run(context.Background(), rdb, []string{s.k.Counter(), s.k.Meta()}, 5, 4, startMS, endMS, deadlineMS, 60000, "0").Int64Slice()
-	if res[0] != -1 || rdb.Exists(context.Background(), s.k.Counter()).Val() != 0 {
-		t.Fatalf("init over moved stock = %v, counters written", res)
+	res, _ = lua.InitSKU(context.Background(), rdb, s.k, initArgs(5, 4, false))
+	if res.Code != lua.InitSKUNeedsRebuild || rdb.Exists(context.Background(), s.k.Counter()).Val() != 0 {
+		t.Fatalf("init over moved stock = %+v, counters written", res)
 	}
 }
 
@@ -178,8 +185,8 @@ func TestSendClaimAndDone(t *testing.T) {
 	for i := range 3 {
 		s.reserve(t, fmt.Sprintf("r%d", i), int64(i+1), fmt.Sprintf("q%d", i), now)
 	}
-	claim := func(at, lease int64, max int) []string {
-		out, err := lua.SendClaim.Run(ctx, rdb, []string{s.k.SendDue()}, at, lease, max).StringSlice()
+	claim := func(at, lease int64, max int) []lua.Claimed {
+		out, err := lua.SendClaim(ctx, rdb, s.k, lua.SendClaimArgs{NowMS: at, LeaseUntilMS: lease, Max: max})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,25 +196,25 @@ func TestSendClaimAndDone(t *testing.T) {
 		t.Fatalf("claimed before due: %v", got)
 	}
 	got := claim(now+3000, now+10000, 2)
-	if len(got) != 4 {
+	if len(got) != 2 {
 		t.Fatalf("claim of 2 due items = %v", got)
 	}
 	if n := rdb.ZCard(ctx, s.k.SendDue()).Val(); n != 3 {
 		t.Fatalf("claim removed items from send_due: %d left", n)
 	}
-	if score := rdb.ZScore(ctx, s.k.SendDue(), got[0]).Val(); int64(score) != now+10000 {
+	if score := rdb.ZScore(ctx, s.k.SendDue(), got[0].ReservationID).Val(); int64(score) != now+10000 {
 		t.Fatalf("claimed score = %v, want lease end", score)
 	}
 	// A second scanner sees only the unclaimed one; after the lease it sees all.
-	if again := claim(now+3000, now+10000, 10); len(again) != 2 {
+	if again := claim(now+3000, now+10000, 10); len(again) != 1 {
 		t.Fatalf("second claim = %v, want the 1 unclaimed", again)
 	}
-	if expired := claim(now+10000, now+20000, 10); len(expired) != 6 {
+	if expired := claim(now+10000, now+20000, 10); len(expired) != 3 {
 		t.Fatalf("claim after lease end = %v, want all 3", expired)
 	}
-	done := func(rid, outcome string) []any {
-		res, err := lua.SendDone.Run(ctx, rdb, []string{s.k.Reservation(rid), s.k.SendDue(), s.k.Counter()},
-			rid, outcome, now+50000, now+900000, "boom").Slice()
+	done := func(rid, outcome string) lua.SendDoneReply {
+		res, err := lua.SendDone(ctx, rdb, s.k, lua.SendDoneArgs{ReservationID: rid, Outcome: outcome,
+			NextDueMS: now + 50000, RecheckMS: now + 900000, ErrText: "boom"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,22 +222,22 @@ func TestSendClaimAndDone(t *testing.T) {
 	}
 	score := func(rid string) int64 { return int64(rdb.ZScore(ctx, s.k.SendDue(), rid).Val()) }
 	// Published: stays in send_due, not due again before the recheck time.
-	if r := done("r0", "PUBLISHED"); r[0].(int64) != 1 || r[1] != "PUBLISHED" || score("r0") != now+900000 {
+	if r := done("r0", "PUBLISHED"); r.Code != lua.SendDoneRecorded || r.State != "PUBLISHED" || score("r0") != now+900000 {
 		t.Fatalf("published = %v, score %d, want kept for the recheck", r, score("r0"))
 	}
 	// A late failure (another sender) never re-queues a published message.
-	if r := done("r0", "FAILED"); r[1] != "PUBLISHED" || score("r0") != now+900000 ||
+	if r := done("r0", "FAILED"); r.State != "PUBLISHED" || score("r0") != now+900000 ||
 		rdb.HGet(ctx, s.k.Reservation("r0"), "mq_state").Val() != "PUBLISHED" {
 		t.Fatalf("late failure after publish = %v, score %d", r, score("r0"))
 	}
-	if r := done("r1", "UNKNOWN"); r[1] != "UNKNOWN" || score("r1") != now+50000 {
+	if r := done("r1", "UNKNOWN"); r.State != "UNKNOWN" || score("r1") != now+50000 {
 		t.Fatalf("unknown = %v, not rescheduled", r)
 	}
 	// No attempt limit: a hundred failures later it is still due, still UNKNOWN.
 	for range 100 {
 		done("r1", "FAILED")
 	}
-	if r := done("r1", "FAILED"); r[0].(int64) != 1 || r[1] != "UNKNOWN" || score("r1") != now+50000 {
+	if r := done("r1", "FAILED"); r.Code != lua.SendDoneRecorded || r.State != "UNKNOWN" || score("r1") != now+50000 {
 		t.Fatalf("after 102 attempts = %v, score %d: gave up?", r, score("r1"))
 	}
 	if a := rdb.HGet(ctx, s.k.Reservation("r1"), "send_attempts").Val(); a != "102" {
@@ -238,11 +245,11 @@ func TestSendClaimAndDone(t *testing.T) {
 	}
 	// Settled (order projected / compensated) meanwhile: taken out, nothing recorded.
 	rdb.HSet(ctx, s.k.Reservation("r1"), "status", "ORDER_CREATED")
-	if r := done("r1", "PUBLISHED"); r[0].(int64) != 3 || rdb.ZScore(ctx, s.k.SendDue(), "r1").Err() != redis.Nil {
+	if r := done("r1", "PUBLISHED"); r.Code != lua.SendDoneSettled || rdb.ZScore(ctx, s.k.SendDue(), "r1").Err() != redis.Nil {
 		t.Fatalf("settled = %v, still in send_due?", r)
 	}
 	rdb.Del(ctx, s.k.Reservation("r2"))
-	if r := done("r2", "PUBLISHED"); r[0].(int64) != -1 || rdb.ZScore(ctx, s.k.SendDue(), "r2").Err() != redis.Nil || s.counters(t)["send_missing_total"] != "1" {
+	if r := done("r2", "PUBLISHED"); r.Code != lua.SendDoneMissing || rdb.ZScore(ctx, s.k.SendDue(), "r2").Err() != redis.Nil || s.counters(t)["send_missing_total"] != "1" {
 		t.Fatalf("missing hash = %v", r)
 	}
 }

@@ -384,7 +384,7 @@ func (g *benchGateway) stop(ctx context.Context) {
 func (e *benchEnv) raw(ctx context.Context, stock string, sku int64) error {
 	name := "raw EVALSHA " + stock
 	now := time.Now()
-	call := bench.ReserveCall{SHA: lua.Reserve.Hash(), ActivityID: e.activity, SKUID: sku, NowMS: now.UnixMilli(),
+	call := bench.ReserveCall{SHA: lua.ReserveSHA(), ActivityID: e.activity, SKUID: sku, NowMS: now.UnixMilli(),
 		KeyVersion: e.keyVer, SchemaVersion: ids.SchemaVersion, TTL: benchTTL,
 		SendDueAtMS: now.Add(24 * time.Hour).UnixMilli()}
 	e.progress("%s: redis-benchmark -c %d -n %d -r %d --csv EVALSHA %s 6 ...", name, e.o.concurrency, e.o.requests,

@@ -777,12 +777,12 @@ func (e *orderEnv) reserveBacklog(ctx context.Context) error {
 					return
 				}
 				nowMS := time.Now().UnixMilli()
-				res, err := lua.Reserve.Run(ctx, e.rdb, []string{k.Counter(), k.Meta(), k.Reservation(id.ReservationID.String()),
-					k.Request(user, req.String()), k.User(user), k.SendDue()},
-					id.ReservationID.String(), id.MessageID.String(), req.String(), user, e.activity, orderSKUSagas, nowMS,
-					id.KeyVersion, ids.SchemaVersion, benchTTL.Milliseconds(), nowMS+24*time.Hour.Milliseconds()).Slice()
-				if err == nil && (len(res) < 3 || res[0] != int64(1)) {
-					err = fmt.Errorf("reserve user %d: %v", user, res)
+				res, err := lua.Reserve(ctx, e.rdb, k, lua.ReserveArgs{ReservationID: id.ReservationID.String(),
+					MessageID: id.MessageID.String(), RequestID: req.String(), UserID: user, NowMS: nowMS,
+					KeyVersion: id.KeyVersion, SchemaVersion: ids.SchemaVersion, TTL: benchTTL,
+					SendDueAtMS: nowMS + 24*time.Hour.Milliseconds()})
+				if err == nil && res.Code != lua.ReserveAdmitted {
+					err = fmt.Errorf("reserve user %d: %+v", user, res)
 				}
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })
@@ -790,7 +790,7 @@ func (e *orderEnv) reserveBacklog(ctx context.Context) error {
 				}
 				e.backlog[i] = reservation.Fields{ReservationID: id.ReservationID, MessageID: id.MessageID, RequestID: req,
 					ActivityID: e.activity, SKUID: orderSKUSagas, UserID: user, SchemaVersion: ids.SchemaVersion,
-					KeyVersion: id.KeyVersion, ReservedAtMS: nowMS, DeadlineMS: res[2].(int64)}
+					KeyVersion: id.KeyVersion, ReservedAtMS: nowMS, DeadlineMS: res.DeadlineMS}
 			}
 		}()
 	}

@@ -69,13 +69,13 @@ func TestParseCSVErrors(t *testing.T) {
 }
 
 func TestReserveCallArgsMatchKeyLayout(t *testing.T) {
-	c := ReserveCall{SHA: lua.Reserve.Hash(), ActivityID: 77, SKUID: 3, NowMS: 1000, KeyVersion: 1, SchemaVersion: 1,
+	c := ReserveCall{SHA: lua.ReserveSHA(), ActivityID: 77, SKUID: 3, NowMS: 1000, KeyVersion: 1, SchemaVersion: 1,
 		TTL: 2 * time.Hour, SendDueAtMS: 5000}
 	args := c.Args()
 	if len(args) != 3+6+11 {
 		t.Fatalf("%d args, want EVALSHA sha numkeys + 6 keys + 11 argv: %q", len(args), args)
 	}
-	if args[0] != "EVALSHA" || args[1] != lua.Reserve.Hash() || args[2] != "6" {
+	if args[0] != "EVALSHA" || args[1] != lua.ReserveSHA() || args[2] != "6" {
 		t.Fatalf("head = %q", args[:3])
 	}
 	// What redis-benchmark makes of the placeholders: 12-digit numbers.

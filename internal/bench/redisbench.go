@@ -41,7 +41,7 @@ const (
 // so each call is a distinct user making a distinct request, as on the
 // gateway's path.
 type ReserveCall struct {
-	SHA           string // lua.Reserve.Hash()
+	SHA           string // lua.ReserveSHA()
 	ActivityID    int64
 	SKUID         int64
 	NowMS         int64 // inside the sale window
@@ -52,41 +52,14 @@ type ReserveCall struct {
 }
 
 // Args returns the command redis-benchmark runs: EVALSHA sha 6 KEYS... ARGV...
-// in the order documented at the top of lua/reserve.lua.
+// as lua.ReserveArgs renders them, with RandInt for the user id.
 func (c ReserveCall) Args() []string {
 	k := lua.Keys{ActivityID: c.ActivityID, SKUID: c.SKUID}
-	rid := ridPrefix + RandInt
-	req := reqPrefix + RandInt
-	return []string{
-		"EVALSHA", c.SHA, "6",
-		k.Counter(),
-		k.Meta(),
-		k.Reservation(rid),
-		requestKey(k, RandInt, req),
-		userKey(k, RandInt),
-		k.SendDue(),
-		rid,                                 // ARGV[1] reservation_id
-		midPrefix + RandInt,                 // ARGV[2] message_id
-		req,                                 // ARGV[3] request_id
-		RandInt,                             // ARGV[4] user_id
-		strconv.FormatInt(c.ActivityID, 10), // ARGV[5]
-		strconv.FormatInt(c.SKUID, 10),      // ARGV[6]
-		strconv.FormatInt(c.NowMS, 10),      // ARGV[7] now_ms
-		strconv.Itoa(c.KeyVersion),          // ARGV[8]
-		strconv.Itoa(c.SchemaVersion),       // ARGV[9]
-		strconv.FormatInt(c.TTL.Milliseconds(), 10), // ARGV[10] ttl_ms
-		strconv.FormatInt(c.SendDueAtMS, 10),        // ARGV[11] send_due_at_ms
-	}
-}
-
-// requestKey and userKey follow lua.Keys.Request and lua.Keys.User with a
-// textual user id (the placeholder); a unit test pins them to lua.Keys.
-func requestKey(k lua.Keys, user, requestID string) string {
-	return strings.TrimSuffix(k.Counter(), "counter") + "req:" + user + ":" + requestID
-}
-
-func userKey(k lua.Keys, user string) string {
-	return strings.TrimSuffix(k.Counter(), "counter") + "user:" + user
+	keys, argv := lua.ReserveArgs{ReservationID: ridPrefix + RandInt, MessageID: midPrefix + RandInt,
+		RequestID: reqPrefix + RandInt, NowMS: c.NowMS, KeyVersion: c.KeyVersion, SchemaVersion: c.SchemaVersion,
+		TTL: c.TTL, SendDueAtMS: c.SendDueAtMS}.Template(k, RandInt)
+	args := append([]string{"EVALSHA", c.SHA, strconv.Itoa(len(keys))}, keys...)
+	return append(args, argv...)
 }
 
 // RedisBenchmark is one run of the redis-benchmark tool.

@@ -67,48 +67,44 @@ func (s *Store) Compensate(ctx context.Context, in CompensateInput, owner string
 	if taskStatus == state.CompensationManual {
 		return CompensateResult{Status: string(state.ReservationManualReview), Reason: "COMPENSATION_TASK_MANUAL"}, nil
 	}
-	code, text, err := s.compensateRedis(ctx, in, r)
+	reply, err := s.compensateRedis(ctx, in, r)
 	if err != nil {
 		return CompensateResult{}, err
 	}
-	if code == 1 || code == 2 {
+	code, text := int64(reply.Code), reply.Text
+	if reply.Code.Applied() {
 		if err := s.finishCompensation(ctx, in.ReservationID, owner, text); err != nil {
 			return CompensateResult{}, err
 		}
-		s.m.Compensation.WithLabelValues(map[int64]string{1: "applied", 2: "already_applied"}[code]).Inc()
+		s.m.Compensation.WithLabelValues(map[lua.CompensateCode]string{lua.Compensated: "applied", lua.AlreadyCompensated: "already_applied"}[reply.Code]).Inc()
 		s.log.Info("compensation.redis_applied", "reservation_id", in.ReservationID, "compensation_id", CompensationKey(in.ReservationID), "result", text)
 		return CompensateResult{Status: string(state.ReservationCompensated), LuaCode: code, Reason: text}, nil
 	}
 	if err := s.toManual(ctx, in.ReservationID, owner, text); err != nil {
 		return CompensateResult{}, err
 	}
-	s.m.Compensation.WithLabelValues(map[bool]string{true: "redis_missing", false: "state_conflict"}[code == -1]).Inc()
+	s.m.Compensation.WithLabelValues(map[bool]string{true: "redis_missing", false: "state_conflict"}[reply.Code == lua.CompensateMissing]).Inc()
 	s.log.Error("compensation.redis_missing", "reservation_id", in.ReservationID, "lua_code", code, "result", text)
 	return CompensateResult{Status: string(state.ReservationManualReview), LuaCode: code, Reason: text}, nil
 }
 
 // compensateRedis runs compensate.lua with the fixed compensation id.
-func (s *Store) compensateRedis(ctx context.Context, in CompensateInput, r compensationSubject) (int64, string, error) {
+func (s *Store) compensateRedis(ctx context.Context, in CompensateInput, r compensationSubject) (lua.CompensateReply, error) {
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
-	rid := in.ReservationID.String()
-	// Too late is not the user's doing: the user may try again.
-	freeGuard := "0"
-	if r.reason == ReasonDeadline {
-		freeGuard = "1"
-	}
-	reply, err := lua.Compensate.Run(ctx, s.rdb,
-		[]string{k.Reservation(rid), k.Counter(), k.CompensationMarker(rid), k.SendDue(), k.User(r.userID)},
-		rid, CompensationKey(in.ReservationID), time.Now().UnixMilli(), s.terminalTTL.Milliseconds(), freeGuard).Slice()
+	reply, err := lua.Compensate(ctx, s.rdb, k, lua.CompensateArgs{ReservationID: in.ReservationID.String(),
+		CompensationID: CompensationKey(in.ReservationID), UserID: r.userID, NowMS: time.Now().UnixMilli(),
+		TTL: s.terminalTTL,
+		// Too late is not the user's doing: the user may try again.
+		FreeUserGuard: r.reason == ReasonDeadline})
 	if err != nil {
 		// Unknown whether Redis applied it: the retry runs the script again and
 		// the marker makes that harmless.
-		return 0, "", fmt.Errorf("compensate.lua: %w", err)
+		return lua.CompensateReply{}, err
 	}
-	code, text := reply[0].(int64), reply[1].(string)
 	if err := s.fp.Check(failpoint.AfterCompensationLua); err != nil {
-		return 0, "", err
+		return lua.CompensateReply{}, err
 	}
-	return code, text, nil
+	return reply, nil
 }
 
 // compensationSubject is what the compensation needs of the reservation row.

@@ -2,7 +2,6 @@ package inventory
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,12 +29,12 @@ type ProjectionResult struct {
 // holds the order; reconciliation rebuilds the projection.
 func (s *Store) ProjectOrderCreated(ctx context.Context, in ProjectionInput) (ProjectionResult, error) {
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
-	reply, err := lua.OrderCreated.Run(ctx, s.rdb, []string{k.Reservation(in.ReservationID.String()), k.Counter(), k.SendDue()},
-		in.ReservationID.String(), in.OrderID.String()).Slice()
+	reply, err := lua.OrderCreated(ctx, s.rdb, k, lua.OrderCreatedArgs{ReservationID: in.ReservationID.String(),
+		OrderID: in.OrderID.String()})
 	if err != nil {
-		return ProjectionResult{}, fmt.Errorf("order_created.lua: %w", err)
+		return ProjectionResult{}, err
 	}
-	res := ProjectionResult{Code: reply[0].(int64), Text: reply[1].(string)}
+	res := ProjectionResult{Code: int64(reply.Code), Text: reply.Text}
 	if res.Code < 0 {
 		s.log.Error("projection.order_created_conflict", "reservation_id", in.ReservationID, "order_id", in.OrderID,
 			"lua_code", res.Code, "result", res.Text)
@@ -56,12 +55,12 @@ type ReleaseInput struct {
 func (s *Store) ReleaseRedis(ctx context.Context, in ReleaseInput) (ProjectionResult, error) {
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
 	rid := in.ReservationID.String()
-	reply, err := lua.Release.Run(ctx, s.rdb, []string{k.Reservation(rid), k.Counter(), k.ReleaseMarker(rid)},
-		rid, "RELEASE:"+in.OrderID.String(), time.Now().UnixMilli(), s.terminalTTL.Milliseconds()).Slice()
+	reply, err := lua.Release(ctx, s.rdb, k, lua.ReleaseArgs{ReservationID: rid, ReleaseID: "RELEASE:" + in.OrderID.String(),
+		NowMS: time.Now().UnixMilli(), TTL: s.terminalTTL})
 	if err != nil {
-		return ProjectionResult{}, fmt.Errorf("release.lua: %w", err)
+		return ProjectionResult{}, err
 	}
-	res := ProjectionResult{Code: reply[0].(int64), Text: reply[1].(string)}
+	res := ProjectionResult{Code: int64(reply.Code), Text: reply.Text}
 	if res.Code < 0 {
 		s.log.Error("release.redis_not_applied", "reservation_id", rid, "order_id", in.OrderID, "lua_code", res.Code, "result", res.Text)
 	}

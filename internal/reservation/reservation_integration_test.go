@@ -60,8 +60,9 @@ func newRig(t *testing.T, stock int, tune ...func(*reservation.Options)) *rig {
 	k := lua.Keys{ActivityID: testenv.ActivityID(), SKUID: 7}
 	now := time.Now()
 	ctx := context.Background()
-	if _, err := lua.InitSKU.Run(ctx, rdb, []string{k.Counter(), k.Meta()}, stock, stock,
-		now.Add(-time.Minute).UnixMilli(), now.Add(time.Hour).UnixMilli(), 300000, 60000, "1").Result(); err != nil {
+	if _, err := lua.InitSKU(ctx, rdb, k, lua.InitSKUArgs{Initial: int64(stock), Available: int64(stock),
+		StartMS: now.Add(-time.Minute).UnixMilli(), EndMS: now.Add(time.Hour).UnixMilli(),
+		OrderDeadline: 300 * time.Second, PaymentTimeout: time.Minute, Unmoved: true}); err != nil {
 		t.Fatal(err)
 	}
 	member := fmt.Sprintf("%d:%d", k.ActivityID, k.SKUID)
@@ -334,11 +335,12 @@ func TestLeaseOfACrashedScannerExpires(t *testing.T) {
 	// score to the lease end, the item is still in send_due.
 	claimAt := time.Now().Add(10 * time.Second)   // late enough for the item to be due
 	leaseEnd := time.Now().Add(-time.Millisecond) // a lease that has already run out
-	claimed, err := lua.SendClaim.Run(ctx, r.rdb, []string{r.k.SendDue()}, claimAt.UnixMilli(), leaseEnd.UnixMilli(), 10).StringSlice()
-	if err != nil || len(claimed) != 2 {
+	claimed, err := lua.SendClaim(ctx, r.rdb, r.k, lua.SendClaimArgs{NowMS: claimAt.UnixMilli(),
+		LeaseUntilMS: leaseEnd.UnixMilli(), Max: 10})
+	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim = %v, %v", claimed, err)
 	}
-	if r.rdb.ZScore(ctx, r.k.SendDue(), claimed[0]).Val() != float64(leaseEnd.UnixMilli()) {
+	if r.rdb.ZScore(ctx, r.k.SendDue(), claimed[0].ReservationID).Val() != float64(leaseEnd.UnixMilli()) {
 		t.Fatal("claimed item left send_due or its score is not the lease end")
 	}
 	// Its lease (here already over) lets another scanner take it over.

@@ -173,47 +173,43 @@ func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64,
 		return Result{}, err
 	}
 	nowMS := now.UnixMilli()
-	reply, err := lua.Reserve.Run(ctx, r.rdb,
-		[]string{k.Counter(), k.Meta(), k.Reservation(id.ReservationID.String()),
-			k.Request(userID, requestID.String()), k.User(userID), k.SendDue()},
-		id.ReservationID.String(), id.MessageID.String(), requestID.String(), userID, activityID, skuID,
-		nowMS, id.KeyVersion, ids.SchemaVersion, r.opt.ReservationTTL.Milliseconds(),
-		nowMS+r.opt.SendDueDelay.Milliseconds()).Slice()
+	reply, err := lua.Reserve(ctx, r.rdb, k, lua.ReserveArgs{ReservationID: id.ReservationID.String(),
+		MessageID: id.MessageID.String(), RequestID: requestID.String(), UserID: userID, NowMS: nowMS,
+		KeyVersion: id.KeyVersion, SchemaVersion: ids.SchemaVersion, TTL: r.opt.ReservationTTL,
+		SendDueAtMS: nowMS + r.opt.SendDueDelay.Milliseconds()})
 	if err != nil {
 		return Result{}, fmt.Errorf("reserve script: %w", err)
 	}
-	code, ridText, detail := reply[0].(int64), reply[1].(string), reply[2]
-	switch code {
-	case 1:
+	switch reply.Code {
+	case lua.ReserveAdmitted:
 		r.m.Created.Inc()
-		deadline := detail.(int64)
 		f := Fields{ReservationID: id.ReservationID, MessageID: id.MessageID, RequestID: requestID,
 			ActivityID: activityID, SKUID: skuID, UserID: userID, SchemaVersion: ids.SchemaVersion,
-			KeyVersion: id.KeyVersion, ReservedAtMS: nowMS, DeadlineMS: deadline}
+			KeyVersion: id.KeyVersion, ReservedAtMS: nowMS, DeadlineMS: reply.DeadlineMS}
 		if err := r.fp.Check(failpoint.AfterRedisReserve); err != nil {
 			return Result{}, err // as if the process died: the scanner must re-send
 		}
 		r.sendNow(ctx, k, f)
 		return Result{Code: Queued, ReservationID: id.ReservationID}, nil
-	case 2:
-		rid, err := uuid.Parse(ridText)
+	case lua.ReserveDuplicate:
+		rid, err := uuid.Parse(reply.ReservationID)
 		if err != nil {
-			return Result{}, fmt.Errorf("request map holds %q: %w", ridText, err)
+			return Result{}, fmt.Errorf("request map holds %q: %w", reply.ReservationID, err)
 		}
-		return Result{Code: Queued, ReservationID: rid, Duplicate: true, Status: fmt.Sprint(detail)}, nil
-	case -1:
+		return Result{Code: Queued, ReservationID: rid, Duplicate: true, Status: reply.Status}, nil
+	case lua.ReserveSoldOut:
 		r.memo.Store(k, now.Add(r.opt.SoldOutMemo))
 		return Result{Code: SoldOut}, nil
-	case -2:
-		return r.alreadyReserved(ctx, k, ridText, requestID)
-	case -3:
+	case lua.ReserveAlreadyReserved:
+		return r.alreadyReserved(ctx, k, reply.ReservationID, requestID)
+	case lua.ReserveNotStarted:
 		return Result{Code: NotStarted}, nil
-	case -4:
+	case lua.ReserveEnded:
 		return Result{Code: Ended}, nil
-	case -5:
+	case lua.ReserveNotConfigured:
 		return Result{Code: UnknownSale}, nil
 	}
-	return Result{}, fmt.Errorf("reserve script returned unknown code %d", code)
+	return Result{}, fmt.Errorf("reserve script returned unknown code %d", reply.Code)
 }
 
 // alreadyReserved tells a second reservation by the same user apart from the
@@ -236,9 +232,9 @@ func (r *Reserver) alreadyReserved(ctx context.Context, k lua.Keys, holder strin
 
 // Send outcomes, as recorded in the reservation's mq_state.
 const (
-	OutcomePublished = "PUBLISHED"
-	OutcomeUnknown   = "UNKNOWN"
-	OutcomeFailed    = "FAILED"
+	OutcomePublished = lua.OutcomePublished
+	OutcomeUnknown   = lua.OutcomeUnknown
+	OutcomeFailed    = lua.OutcomeFailed
 )
 
 // Send publishes the reservation's ORDER_CREATE_REQUESTED (key =
@@ -292,23 +288,24 @@ const (
 // reservation's mq_state afterwards (PUBLISHED, UNKNOWN, PENDING), or
 // StateSettled / StateMissing.
 func MarkSent(ctx context.Context, rdb redis.Scripter, k lua.Keys, rid uuid.UUID, s Sent) (string, error) {
-	res, err := lua.SendDone.Run(ctx, rdb, []string{k.Reservation(rid.String()), k.SendDue(), k.Counter()}, sendDoneArgs(rid, s)...).Slice()
+	res, err := lua.SendDone(ctx, rdb, k, sendDoneArgs(rid, s))
 	if err != nil {
 		return "", fmt.Errorf("record send outcome: %w", err)
 	}
-	return res[1].(string), nil
+	return res.State, nil
 }
 
 // markSent queues lua/send_done.lua by EVALSHA on a pipeline.
-func markSent(ctx context.Context, rdb redis.Scripter, k lua.Keys, rid uuid.UUID, s Sent) *redis.Cmd {
-	return lua.SendDone.EvalSha(ctx, rdb, []string{k.Reservation(rid.String()), k.SendDue(), k.Counter()}, sendDoneArgs(rid, s)...)
+func markSent(ctx context.Context, pipe redis.Pipeliner, k lua.Keys, rid uuid.UUID, s Sent) *redis.Cmd {
+	return lua.QueueSendDone(ctx, pipe, k, sendDoneArgs(rid, s))
 }
 
-func sendDoneArgs(rid uuid.UUID, s Sent) []any {
+func sendDoneArgs(rid uuid.UUID, s Sent) lua.SendDoneArgs {
 	if len(s.ErrText) > 500 {
 		s.ErrText = s.ErrText[:500]
 	}
-	return []any{rid.String(), s.Outcome, s.NextDue.UnixMilli(), s.Recheck.UnixMilli(), s.ErrText}
+	return lua.SendDoneArgs{ReservationID: rid.String(), Outcome: s.Outcome, NextDueMS: s.NextDue.UnixMilli(),
+		RecheckMS: s.Recheck.UnixMilli(), ErrText: s.ErrText}
 }
 
 // RecheckAt is when a reservation published now is looked at again if it is

@@ -174,26 +174,20 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, a Activit
 
 func initRedis(ctx context.Context, rdb redis.Cmdable, a Activity, r *SKUResult) error {
 	k := lua.Keys{ActivityID: a.ActivityID, SKUID: r.SKUID}
-	res, err := lua.InitSKU.Run(ctx, rdb, []string{k.Counter(), k.Meta()},
-		r.InitialStock, r.AvailableStock, a.StartsAt.UnixMilli(), a.EndsAt.UnixMilli(),
-		int64(a.OrderDeadlineSeconds)*1000, int64(a.PaymentTimeoutSeconds)*1000,
-		boolArg(r.AvailableStock == r.InitialStock)).Int64Slice()
+	res, err := lua.InitSKU(ctx, rdb, k, lua.InitSKUArgs{Initial: r.InitialStock, Available: r.AvailableStock,
+		StartMS: a.StartsAt.UnixMilli(), EndMS: a.EndsAt.UnixMilli(),
+		OrderDeadline:  time.Duration(a.OrderDeadlineSeconds) * time.Second,
+		PaymentTimeout: time.Duration(a.PaymentTimeoutSeconds) * time.Second,
+		Unmoved:        r.AvailableStock == r.InitialStock})
 	if err != nil {
 		return fmt.Errorf("init redis for sku %d: %w", r.SKUID, err)
 	}
-	if res[0] < 0 {
+	if res.Code == lua.InitSKUNeedsRebuild {
 		return fmt.Errorf("sku %d: %w", r.SKUID, ErrRedisNeedsRebuild)
 	}
-	r.RedisInitialised, r.RedisAvailable = res[0] == 1, res[1]
+	r.RedisInitialised, r.RedisAvailable = res.Code == lua.InitSKUCreated, res.Available
 	if err := rdb.SAdd(ctx, lua.ActiveSKUs, strconv.FormatInt(a.ActivityID, 10)+":"+strconv.FormatInt(r.SKUID, 10)).Err(); err != nil {
 		return fmt.Errorf("register sku %d for the send-due scanner: %w", r.SKUID, err)
 	}
 	return nil
-}
-
-func boolArg(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }

@@ -181,19 +181,18 @@ func Reserve(t testing.TB, rdb redis.Scripter, d *ids.Deriver, k lua.Keys, user 
 		t.Fatal(err)
 	}
 	now := time.Now().UnixMilli()
-	res, err := lua.Reserve.Run(context.Background(), rdb, []string{k.Counter(), k.Meta(), k.Reservation(id.ReservationID.String()),
-		k.Request(user, req.String()), k.User(user), k.SendDue()},
-		id.ReservationID.String(), id.MessageID.String(), req.String(), user, k.ActivityID, k.SKUID, now, id.KeyVersion,
-		ids.SchemaVersion, time.Hour.Milliseconds(), now+3000).Slice()
+	res, err := lua.Reserve(context.Background(), rdb, k, lua.ReserveArgs{ReservationID: id.ReservationID.String(),
+		MessageID: id.MessageID.String(), RequestID: req.String(), UserID: user, NowMS: now, KeyVersion: id.KeyVersion,
+		SchemaVersion: ids.SchemaVersion, TTL: time.Hour, SendDueAtMS: now + 3000})
 	if err != nil {
 		t.Fatalf("reserve user %d: %v", user, err)
 	}
-	if res[0].(int64) != 1 {
+	if res.Code != lua.ReserveAdmitted {
 		return m, false
 	}
 	return reservation.Fields{ReservationID: id.ReservationID, MessageID: id.MessageID, RequestID: req, ActivityID: k.ActivityID,
 		SKUID: k.SKUID, UserID: user, SchemaVersion: ids.SchemaVersion, KeyVersion: id.KeyVersion, ReservedAtMS: now,
-		DeadlineMS: res[2].(int64)}.Message(), true
+		DeadlineMS: res.DeadlineMS}.Message(), true
 }
 
 // MustReserve is Reserve that fails the test when the script refuses.

@@ -145,15 +145,15 @@ func (s *Scanner) ScanOnce(ctx context.Context) (int, error) {
 func (s *Scanner) scanSKU(ctx context.Context, k lua.Keys) (handled int, size int64, err error) {
 	now := s.now()
 	size, _ = s.rdb.ZCard(ctx, k.SendDue()).Result()
-	claimed, err := lua.SendClaim.Run(ctx, s.rdb, []string{k.SendDue()},
-		now.UnixMilli(), now.Add(s.opt.Lease).UnixMilli(), s.opt.Batch).StringSlice()
+	claimed, err := lua.SendClaim(ctx, s.rdb, k, lua.SendClaimArgs{NowMS: now.UnixMilli(),
+		LeaseUntilMS: now.Add(s.opt.Lease).UnixMilli(), Max: s.opt.Batch})
 	if err != nil {
 		return 0, size, fmt.Errorf("claim send_due of %s: %w", k.SendDue(), err)
 	}
 	sem := make(chan struct{}, s.opt.Concurrency)
 	var wg sync.WaitGroup
-	for i := 0; i+1 < len(claimed); i += 2 {
-		rid := claimed[i]
+	for _, c := range claimed {
+		rid := c.ReservationID
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -163,7 +163,7 @@ func (s *Scanner) scanSKU(ctx context.Context, k lua.Keys) (handled int, size in
 		}()
 	}
 	wg.Wait()
-	return len(claimed) / 2, size, nil
+	return len(claimed), size, nil
 }
 
 func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string) {

@@ -1,0 +1,199 @@
+package lua
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var tk = Keys{ActivityID: 77, SKUID: 3}
+
+// Each script's KEYS and ARGV, in the order of its file's header.
+func TestRender(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		keys     []string
+		argv     []any
+		wantKeys []string
+		wantArgv []any
+	}{
+		{name: "reserve.lua",
+			wantKeys: []string{"seckill:{77:3}:counter", "seckill:{77:3}:meta", "seckill:{77:3}:r:rid",
+				"seckill:{77:3}:req:42:req", "seckill:{77:3}:user:42", "seckill:{77:3}:send_due"},
+			wantArgv: []any{"rid", "mid", "req", "42", "77", "3", "1000", "2", "1", "7200000", "5000"}},
+		{name: "send_claim.lua", wantKeys: []string{"seckill:{77:3}:send_due"}, wantArgv: []any{int64(10), int64(20), 5}},
+		{name: "send_done.lua",
+			wantKeys: []string{"seckill:{77:3}:r:rid", "seckill:{77:3}:send_due", "seckill:{77:3}:counter"},
+			wantArgv: []any{"rid", OutcomeUnknown, int64(10), int64(20), "boom"}},
+		{name: "init_sku.lua", wantKeys: []string{"seckill:{77:3}:counter", "seckill:{77:3}:meta"},
+			wantArgv: []any{int64(5), int64(4), int64(100), int64(200), int64(300000), int64(60000), "0"}},
+		{name: "order_created.lua",
+			wantKeys: []string{"seckill:{77:3}:r:rid", "seckill:{77:3}:counter", "seckill:{77:3}:send_due"},
+			wantArgv: []any{"rid", "oid"}},
+		{name: "compensate.lua",
+			wantKeys: []string{"seckill:{77:3}:r:rid", "seckill:{77:3}:counter", "seckill:{77:3}:comp:rid",
+				"seckill:{77:3}:send_due", "seckill:{77:3}:user:42"},
+			wantArgv: []any{"rid", "cid", int64(1000), int64(3600000), "1"}},
+		{name: "release.lua",
+			wantKeys: []string{"seckill:{77:3}:r:rid", "seckill:{77:3}:counter", "seckill:{77:3}:rel:rid"},
+			wantArgv: []any{"rid", "RELEASE:oid", int64(1000), int64(3600000)}},
+	} {
+		switch c.name {
+		case "reserve.lua":
+			c.keys, c.argv = ReserveArgs{ReservationID: "rid", MessageID: "mid", RequestID: "req", UserID: 42, NowMS: 1000,
+				KeyVersion: 2, SchemaVersion: 1, TTL: 2 * time.Hour, SendDueAtMS: 5000}.Render(tk)
+		case "send_claim.lua":
+			c.keys, c.argv = SendClaimArgs{NowMS: 10, LeaseUntilMS: 20, Max: 5}.Render(tk)
+		case "send_done.lua":
+			c.keys, c.argv = SendDoneArgs{ReservationID: "rid", Outcome: OutcomeUnknown, NextDueMS: 10, RecheckMS: 20,
+				ErrText: "boom"}.Render(tk)
+		case "init_sku.lua":
+			c.keys, c.argv = InitSKUArgs{Initial: 5, Available: 4, StartMS: 100, EndMS: 200, OrderDeadline: 5 * time.Minute,
+				PaymentTimeout: time.Minute}.Render(tk)
+		case "order_created.lua":
+			c.keys, c.argv = OrderCreatedArgs{ReservationID: "rid", OrderID: "oid"}.Render(tk)
+		case "compensate.lua":
+			c.keys, c.argv = CompensateArgs{ReservationID: "rid", CompensationID: "cid", UserID: 42, NowMS: 1000,
+				TTL: time.Hour, FreeUserGuard: true}.Render(tk)
+		case "release.lua":
+			c.keys, c.argv = ReleaseArgs{ReservationID: "rid", ReleaseID: "RELEASE:oid", NowMS: 1000, TTL: time.Hour}.Render(tk)
+		}
+		if !reflect.DeepEqual(c.keys, c.wantKeys) {
+			t.Errorf("%s KEYS = %q, want %q", c.name, c.keys, c.wantKeys)
+		}
+		if !reflect.DeepEqual(c.argv, c.wantArgv) {
+			t.Errorf("%s ARGV = %#v, want %#v", c.name, c.argv, c.wantArgv)
+		}
+		if src := scriptSrc(t, c.name); !strings.Contains(src, fmt.Sprintf("KEYS[%d]", len(c.keys))) ||
+			strings.Contains(src, fmt.Sprintf("KEYS[%d]", len(c.keys)+1)) ||
+			!strings.Contains(src, fmt.Sprintf("ARGV[%d]", len(c.argv))) ||
+			strings.Contains(src, fmt.Sprintf("ARGV[%d]", len(c.argv)+1)) {
+			t.Errorf("%s: %d KEYS and %d ARGV rendered, the script uses another number", c.name, len(c.keys), len(c.argv))
+		}
+	}
+}
+
+func scriptSrc(t *testing.T, name string) string {
+	t.Helper()
+	s, ok := map[string]string{"reserve.lua": reserveSrc, "send_claim.lua": sendClaimSrc, "send_done.lua": sendDoneSrc,
+		"init_sku.lua": initSKUSrc, "order_created.lua": orderCreatedSrc, "compensate.lua": compensateSrc,
+		"release.lua": releaseSrc}[name]
+	if !ok {
+		t.Fatalf("no script %s", name)
+	}
+	return s
+}
+
+// Template is Render with the user id as text: the same call for redis-benchmark.
+func TestReserveTemplate(t *testing.T) {
+	a := ReserveArgs{ReservationID: "rid", MessageID: "mid", RequestID: "req", UserID: 42, NowMS: 1000, TTL: time.Hour}
+	keys, argv := a.Render(tk)
+	tkeys, targv := a.Template(tk, "42")
+	if !reflect.DeepEqual(keys, tkeys) || fmt.Sprint(argv) != fmt.Sprint(targv) {
+		t.Fatalf("Render %q %q != Template %q %q", keys, argv, tkeys, targv)
+	}
+	tkeys, targv = a.Template(tk, "__rand_int__")
+	if tkeys[3] != "seckill:{77:3}:req:__rand_int__:req" || tkeys[4] != "seckill:{77:3}:user:__rand_int__" ||
+		targv[3] != "__rand_int__" {
+		t.Fatalf("placeholder not in the user's places: %q %q", tkeys, targv)
+	}
+	if k := tk.Request(42, "req"); k != keys[3] {
+		t.Fatalf("Keys.Request = %q, rendered %q", k, keys[3])
+	}
+}
+
+func TestParseReplies(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		parse func(any) (any, error)
+		in    any
+		want  any
+	}{
+		{"reserve admitted", wrap(parseReserve), []any{int64(1), "rid", int64(301000)},
+			ReserveReply{Code: ReserveAdmitted, ReservationID: "rid", DeadlineMS: 301000}},
+		{"reserve duplicate", wrap(parseReserve), []any{int64(2), "rid", "ORDER_CREATED"},
+			ReserveReply{Code: ReserveDuplicate, ReservationID: "rid", Status: "ORDER_CREATED"}},
+		{"reserve duplicate without status", wrap(parseReserve), []any{int64(2), "rid", nil},
+			ReserveReply{Code: ReserveDuplicate, ReservationID: "rid", Status: "UNKNOWN"}},
+		{"reserve already reserved", wrap(parseReserve), []any{int64(-2), "other", "ALREADY_RESERVED"},
+			ReserveReply{Code: ReserveAlreadyReserved, ReservationID: "other"}},
+		{"reserve sold out", wrap(parseReserve), []any{int64(-1), "", "SOLD_OUT"}, ReserveReply{Code: ReserveSoldOut}},
+		{"send_claim", wrap(parseSendClaim), []any{"r1", "1000", "r2", "1700000000123"},
+			[]Claimed{{"r1", 1000}, {"r2", 1700000000123}}},
+		{"send_claim none", wrap(parseSendClaim), []any{}, []Claimed{}},
+		{"send_done", wrap(parseSendDone), []any{int64(1), "UNKNOWN"}, SendDoneReply{Code: SendDoneRecorded, State: "UNKNOWN"}},
+		{"send_done settled", wrap(parseSendDone), []any{int64(3), "SETTLED"}, SendDoneReply{Code: SendDoneSettled, State: "SETTLED"}},
+		{"init_sku", wrap(parseInitSKU), []any{int64(0), int64(4)}, InitSKUReply{Code: InitSKUKept, Available: 4}},
+		{"order_created", wrap(parseOrderCreated), []any{int64(-4), "COMPENSATED"},
+			OrderCreatedReply{Code: OrderCreatedInvalidStatus, Text: "COMPENSATED"}},
+		{"compensate", wrap(parseCompensate), []any{int64(2), "ALREADY_COMPENSATED"},
+			CompensateReply{Code: AlreadyCompensated, Text: "ALREADY_COMPENSATED"}},
+		{"release", wrap(parseRelease), []any{int64(-5), "RELEASE_ID_CONFLICT"},
+			ReleaseReply{Code: ReleaseIDConflict, Text: "RELEASE_ID_CONFLICT"}},
+	} {
+		got, err := c.parse(c.in)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %+v, %v; want %+v", c.name, got, err, c.want)
+		}
+	}
+}
+
+func TestParseMalformedReplies(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		parse  func(any) (any, error)
+		in     any
+		script string
+		reason string
+	}{
+		{"not an array", wrap(parseReserve), "OK", "reserve.lua", "not an array"},
+		{"short", wrap(parseReserve), []any{int64(1), "rid"}, "reserve.lua", "2 elements, want 3"},
+		{"unknown code", wrap(parseReserve), []any{int64(7), "rid", "x"}, "reserve.lua", "unknown code 7"},
+		{"code not an integer", wrap(parseReserve), []any{"1", "rid", int64(1)}, "reserve.lua", "element 1 is string"},
+		{"deadline not an integer", wrap(parseReserve), []any{int64(1), "rid", "soon"}, "reserve.lua", "element 3 is string"},
+		{"odd claim", wrap(parseSendClaim), []any{"r1", "1", "r2"}, "send_claim.lua", "pairs"},
+		{"claim score", wrap(parseSendClaim), []any{"r1", "soon"}, "send_claim.lua", "score of r1"},
+		{"claim id", wrap(parseSendClaim), []any{int64(1), "1"}, "send_claim.lua", "element 1 is int64"},
+		{"send_done code", wrap(parseSendDone), []any{int64(2), "X"}, "send_done.lua", "unknown code 2"},
+		{"send_done text", wrap(parseSendDone), []any{int64(1), int64(0)}, "send_done.lua", "element 2 is int64"},
+		{"init_sku available", wrap(parseInitSKU), []any{int64(1), "5"}, "init_sku.lua", "element 2 is string"},
+		{"init_sku code", wrap(parseInitSKU), []any{int64(2), int64(5)}, "init_sku.lua", "unknown code 2"},
+		{"order_created", wrap(parseOrderCreated), []any{int64(-3), "X"}, "order_created.lua", "unknown code -3"},
+		{"compensate", wrap(parseCompensate), []any{int64(1)}, "compensate.lua", "1 elements, want 2"},
+		{"release", wrap(parseRelease), nil, "release.lua", "not an array"},
+	} {
+		_, err := c.parse(c.in)
+		if !errors.Is(err, ErrBadReply) || !strings.HasPrefix(err.Error(), c.script+": ") ||
+			!strings.Contains(err.Error(), c.reason) {
+			t.Errorf("%s: error %v, want %s: ErrBadReply ... %s", c.name, err, c.script, c.reason)
+		}
+	}
+}
+
+func TestParseSendDoneCmd(t *testing.T) {
+	cmd := redis.NewCmd(t.Context())
+	cmd.SetVal([]any{int64(-1), "MISSING"})
+	if r, err := ParseSendDone(cmd); err != nil || r != (SendDoneReply{Code: SendDoneMissing, State: "MISSING"}) {
+		t.Fatalf("ParseSendDone = %+v, %v", r, err)
+	}
+	noscript := redis.ErrNoScript
+	cmd.SetErr(noscript)
+	if _, err := ParseSendDone(cmd); !errors.Is(err, noscript) || !strings.HasPrefix(err.Error(), "send_done.lua: ") {
+		t.Fatalf("ParseSendDone of a failed command = %v", err)
+	}
+}
+
+func TestCodeNames(t *testing.T) {
+	if s := fmt.Sprint(ReserveSoldOut, Compensated, InitSKUNeedsRebuild, ReserveCode(9)); s != "SOLD_OUT COMPENSATED NEEDS_REBUILD code(9)" {
+		t.Fatalf("names = %q", s)
+	}
+}
+
+func wrap[R any](f func(any) (R, error)) func(any) (any, error) {
+	return func(v any) (any, error) { return f(v) }
+}
