@@ -40,6 +40,17 @@ func (a *Activities) BeginCancel(ctx context.Context, in CancelInput) (string, e
 	return st.BeginCancel(ctx, in.OrderID, in.RequireExpired)
 }
 
+type (
+	// Refund is a payment to give back (the refund workflow's step input).
+	Refund = payments.Refund
+	// RecordResult says what recording a payment did.
+	RecordResult = payments.RecordResult
+)
+
+// StatusPaymentStarting is BeginCancel's answer while the buyer is starting
+// a payment at the provider: the cancel waits for it.
+const StatusPaymentStarting = payments.StatusPaymentStarting
+
 // Close outcomes (payments.Close*).
 const (
 	CloseClosed    = payments.CloseClosed

@@ -32,7 +32,7 @@ type (
 // repair_id that cannot key the audit row is refused without being recorded.
 func (a *Activities) ApplyRepair(ctx context.Context, req RepairRequest) (RepairResult, error) {
 	if !repairs.IDUsable(req.RepairID) {
-		a.log.Warn("repair.refused_unrecorded", "reservation_id", req.ReservationID, "repair_id_length", len(req.RepairID))
+		a.log.WarnContext(ctx, "repair.refused_unrecorded", "reservation_id", req.ReservationID, "repair_id_length", len(req.RepairID))
 		return RepairResult{RepairID: req.RepairID, Action: clip(req.Action, 64),
 			Reason: "repair_id is required (1-128 characters) and must be new for each distinct repair: not recorded"}, nil
 	}
@@ -48,7 +48,7 @@ func (a *Activities) ApplyRepair(ctx context.Context, req RepairRequest) (Repair
 	if err := a.fp.Check(failpoint.AfterRepairCommit); err != nil {
 		return RepairResult{}, err // committed, but the answer is lost: the retry gets the recorded decision
 	}
-	a.log.Info("repair.recorded", "reservation_id", req.ReservationID, "repair_id", req.RepairID, "action", req.Action,
+	a.log.InfoContext(ctx, "repair.recorded", "reservation_id", req.ReservationID, "repair_id", req.RepairID, "action", req.Action,
 		"operator", req.Operator, "accepted", out.Accepted, "reason", out.Reason)
 	return out, nil
 }

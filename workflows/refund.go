@@ -1,10 +1,10 @@
 package workflows
 
 import (
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/google/uuid"
-	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/activities"
 )
 
 // RefundInput names a payment that landed after its order was cancelled.
@@ -23,7 +23,7 @@ func RefundWorkflow(ctx workflow.Context, in RefundInput) (string, error) {
 		SearchSKUID.ValueSet(in.SKUID), SearchReservationStatus.ValueSet(StatusRefunding)); err != nil {
 		return "", err
 	}
-	var r payments.Refund
+	var r activities.Refund
 	if err := workflow.ExecuteActivity(dbActivity(ctx), act.BeginRefund, in.PaymentID).Get(ctx, &r); err != nil {
 		return "", err
 	}

@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/seckill/seckill/activities"
-	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/state"
 )
 
@@ -137,7 +136,7 @@ func (s *saga) cancel(ctx workflow.Context, expired bool) (bool, error) {
 	case string(state.OrderCreated), string(state.OrderPaying):
 		s.state.Steps = append(s.state.Steps, "expiry timer fired before the database clock passed expires_at: waiting again")
 		return false, nil
-	case payments.StatusPaymentStarting:
+	case activities.StatusPaymentStarting:
 		// The buyer is starting a payment at the provider right now; the
 		// cancel waits for it (bounded: a stale start stops counting).
 		if err := workflow.Sleep(ctx, paymentStartWait); err != nil {
@@ -153,7 +152,7 @@ func (s *saga) cancel(ctx workflow.Context, expired bool) (bool, error) {
 		return true, err
 	}
 	if closed.Outcome == activities.ClosePaid {
-		var rec payments.RecordResult
+		var rec activities.RecordResult
 		if err := workflow.ExecuteActivity(dbActivity(ctx), act.RecordPayment, closed.Evidence).Get(ctx, &rec); err != nil {
 			return true, err
 		}

@@ -77,14 +77,14 @@ func (s *Store) Compensate(ctx context.Context, in CompensateInput, owner string
 			return CompensateResult{}, err
 		}
 		s.m.Compensation.WithLabelValues(map[lua.CompensateCode]string{lua.Compensated: "applied", lua.AlreadyCompensated: "already_applied"}[reply.Code]).Inc()
-		s.log.Info("compensation.redis_applied", "reservation_id", in.ReservationID, "compensation_id", CompensationKey(in.ReservationID), "result", text)
+		s.log.InfoContext(ctx, "compensation.redis_applied", "reservation_id", in.ReservationID, "compensation_id", CompensationKey(in.ReservationID), "result", text)
 		return CompensateResult{Status: string(state.ReservationCompensated), LuaCode: code, Reason: text}, nil
 	}
 	if err := s.toManual(ctx, in.ReservationID, owner, text); err != nil {
 		return CompensateResult{}, err
 	}
 	s.m.Compensation.WithLabelValues(map[bool]string{true: "redis_missing", false: "state_conflict"}[reply.Code == lua.CompensateMissing]).Inc()
-	s.log.Error("compensation.redis_missing", "reservation_id", in.ReservationID, "lua_code", code, "result", text)
+	s.log.ErrorContext(ctx, "compensation.redis_missing", "reservation_id", in.ReservationID, "lua_code", code, "result", text)
 	return CompensateResult{Status: string(state.ReservationManualReview), LuaCode: code, Reason: text}, nil
 }
 
@@ -139,7 +139,7 @@ func (s *Store) authorizeCompensation(ctx context.Context, rid uuid.UUID) (compe
 		r.reason = *reason
 	}
 	if moved {
-		s.log.Info("compensation.authorized", "reservation_id", rid)
+		s.log.InfoContext(ctx, "compensation.authorized", "reservation_id", rid)
 	}
 	return r, nil
 }

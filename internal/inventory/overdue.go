@@ -52,7 +52,7 @@ func (s *Store) RejectOverdue(ctx context.Context, in RejectInput) (state.Reserv
 		return state.ReservationReserved, nil
 	}
 	if err == nil && status == state.ReservationOrderRejected {
-		s.log.Info("order.rejected", "reservation_id", in.ReservationID, "reason", ReasonDeadline)
+		s.log.InfoContext(ctx, "order.rejected", "reservation_id", in.ReservationID, "reason", ReasonDeadline)
 	}
 	return status, err
 }

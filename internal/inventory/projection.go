@@ -36,7 +36,7 @@ func (s *Store) ProjectOrderCreated(ctx context.Context, in ProjectionInput) (Pr
 	}
 	res := ProjectionResult{Code: int64(reply.Code), Text: reply.Text}
 	if res.Code < 0 {
-		s.log.Error("projection.order_created_conflict", "reservation_id", in.ReservationID, "order_id", in.OrderID,
+		s.log.ErrorContext(ctx, "projection.order_created_conflict", "reservation_id", in.ReservationID, "order_id", in.OrderID,
 			"lua_code", res.Code, "result", res.Text)
 	}
 	return res, nil
@@ -62,7 +62,7 @@ func (s *Store) ReleaseRedis(ctx context.Context, in ReleaseInput) (ProjectionRe
 	}
 	res := ProjectionResult{Code: int64(reply.Code), Text: reply.Text}
 	if res.Code < 0 {
-		s.log.Error("release.redis_not_applied", "reservation_id", rid, "order_id", in.OrderID, "lua_code", res.Code, "result", res.Text)
+		s.log.ErrorContext(ctx, "release.redis_not_applied", "reservation_id", rid, "order_id", in.OrderID, "lua_code", res.Code, "result", res.Text)
 	}
 	return res, nil
 }

@@ -8,11 +8,12 @@ import (
 	"log/slog"
 )
 
-// New returns a JSON logger at level ("debug", "info", "warn", "error").
+// New returns a JSON logger at level ("debug", "info", "warn", "error") that
+// adds the attributes a context carries (With).
 func New(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	return slog.New(contextHandler{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})})
 }

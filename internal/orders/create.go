@@ -135,7 +135,7 @@ func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (Crea
 		return res, err
 	}
 	s.count(res)
-	s.log.Info("order.transaction_committed", "reservation_id", m.ReservationID, "message_id", m.MessageID,
+	s.log.InfoContext(ctx, "order.transaction_committed", "reservation_id", m.ReservationID, "message_id", m.MessageID,
 		"order_id", res.OrderID, "result", res.Outcome, "reason", res.Reason)
 	if err := s.fp.Check(failpoint.AfterPGCommitBeforeAck); err != nil {
 		return CreateResult{}, err // committed; the caller never hears: the retry finds the inbox row
@@ -259,7 +259,7 @@ func (s *Store) reject(ctx context.Context, tx pgx.Tx, m events.OrderCreateReque
 	if err := inventory.Reject(ctx, tx, inventory.Subject{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}, reason); err != nil {
 		return CreateResult{}, err
 	}
-	s.log.Info("order.rejected", "reservation_id", m.ReservationID, "message_id", m.MessageID, "reason", reason)
+	s.log.InfoContext(ctx, "order.rejected", "reservation_id", m.ReservationID, "message_id", m.MessageID, "reason", reason)
 	return CreateResult{Outcome: OutcomeRejected, Reason: reason}, nil
 }
 
@@ -287,7 +287,7 @@ func (s *Store) recorded(ctx context.Context, q pg.Querier, messageID uuid.UUID,
 	}
 	if !rec.Same(hash) {
 		s.m.InboxPayloadConflict.Inc()
-		s.log.Error("order.inbox_payload_conflict", "message_id", messageID, "error_class", "payload_conflict")
+		s.log.ErrorContext(ctx, "order.inbox_payload_conflict", "message_id", messageID, "error_class", "payload_conflict")
 		return CreateResult{Outcome: OutcomeManual, Reason: inventory.ReasonPayloadConflict, Duplicate: true}, nil
 	}
 	if rec.Code == "PROCESSING" {
@@ -301,7 +301,7 @@ func (s *Store) recorded(ctx context.Context, q pg.Querier, messageID uuid.UUID,
 	if rec.ExpiresAt != nil {
 		res.ExpiresAt = *rec.ExpiresAt
 	}
-	s.log.Info("order.consumer_duplicate", "message_id", messageID, "result", rec.Code)
+	s.log.InfoContext(ctx, "order.consumer_duplicate", "message_id", messageID, "result", rec.Code)
 	return res, nil
 }
 
@@ -309,7 +309,7 @@ func (s *Store) recorded(ctx context.Context, q pg.Querier, messageID uuid.UUID,
 // transaction may have committed. It asks PostgreSQL on a fresh connection
 // by the stable key (consumer_group, message_id) and never compensates.
 func (s *Store) resolveCommitOutcome(ctx context.Context, m events.OrderCreateRequested, hash []byte, commitErr error) (CreateResult, error) {
-	s.log.Warn("order.commit_unknown", "reservation_id", m.ReservationID, "message_id", m.MessageID, "error", commitErr)
+	s.log.WarnContext(ctx, "order.commit_unknown", "reservation_id", m.ReservationID, "message_id", m.MessageID, "error", commitErr)
 	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
 	exists, err := inbox.Exists(vctx, s.verify, ConsumerGroup, m.MessageID)

@@ -45,7 +45,7 @@ func CloseAt(ctx context.Context, p Provider, orderID uuid.UUID, log *slog.Logge
 	closed, err := p.Close(ctx, pay.TransactionID)
 	var paid *AlreadyPaidError
 	if errors.As(err, &paid) {
-		log.Warn("payment.cancel_race_detected", "order_id", orderID, "transaction_id", pay.TransactionID)
+		log.WarnContext(ctx, "payment.cancel_race_detected", "order_id", orderID, "transaction_id", pay.TransactionID)
 		return CloseResult{Outcome: ClosePaid, Evidence: paid.Payment.Evidence(p.Name())}, nil
 	}
 	if err != nil {

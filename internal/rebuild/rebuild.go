@@ -22,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
 )
@@ -143,7 +143,7 @@ func reservations(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, k 
 			c.open++
 		case state.ReservationCompensated:
 			c.compensated++
-			pipe.Set(ctx, k.CompensationMarker(rid.String()), activities.CompensationKey(rid), ttl)
+			pipe.Set(ctx, k.CompensationMarker(rid.String()), inventory.CompensationKey(rid), ttl)
 		}
 		if released && order != nil {
 			c.released++

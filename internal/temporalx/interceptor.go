@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/seckill/seckill/internal/logx"
 )
 
 // The saga's activities run under retry policies without a maximum number of
@@ -259,6 +261,9 @@ func (i *activityInbound) ExecuteActivity(ctx context.Context, in *interceptor.E
 			"threshold", a.alertAt, "previous_failure", prev)
 	}
 
+	// Every line the activity's stores log with ctx names the saga step.
+	ctx = logx.With(ctx, slog.String("workflow_id", info.WorkflowExecution.ID), slog.String("run_id", info.WorkflowExecution.RunID),
+		slog.String("activity", typ), slog.Int("attempt", int(info.Attempt)))
 	res, err := i.Next.ExecuteActivity(ctx, in)
 	if err == nil {
 		return res, nil

@@ -1,6 +1,9 @@
 package temporalx
 
 import (
+	"bytes"
+	"encoding/json"
+
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +24,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/seckill/seckill/internal/logx"
 )
 
 // connectError is what pgx really returns when PostgreSQL cannot be
@@ -477,5 +482,38 @@ func TestFailureMemoIsBounded(t *testing.T) {
 	}
 	if len(f.m) != 0 {
 		t.Errorf("%d stale entries kept", len(f.m))
+	}
+}
+
+// An activity's own log lines, written with its context through a logx
+// logger, carry the saga step they belong to: workflow id, run id, activity
+// type and attempt.
+func TestActivityLogLinesNameWorkflowRunAndAttempt(t *testing.T) {
+	ai, _, _ := newTestInterceptor(t, 10)
+	var buf bytes.Buffer
+	log := logx.New(&buf, "info")
+	var calls atomic.Int32
+	act := func(ctx context.Context) (int32, error) {
+		log.InfoContext(ctx, "store.step")
+		return flaky(&calls, errors.New("transient"))(ctx)
+	}
+	if _, err := runSuite(t, ai, act); err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	for _, l := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 2 {
+		t.Fatalf("got %d log lines, want one per attempt: %v", len(lines), lines)
+	}
+	for i, l := range lines {
+		if l["workflow_id"] == "" || l["workflow_id"] == nil || l["run_id"] == nil || l["activity"] != flakyName || l["attempt"] != float64(i+1) {
+			t.Errorf("line %d = %v, want workflow_id, run_id, activity %s, attempt %d", i, l, flakyName, i+1)
+		}
 	}
 }
