@@ -29,7 +29,6 @@ import (
 
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/app"
-	"github.com/seckill/seckill/internal/bench"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
@@ -38,6 +37,7 @@ import (
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/tools/bench"
 )
 
 func newBenchCmd() *cobra.Command {

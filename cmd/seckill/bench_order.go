@@ -34,7 +34,6 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/app"
-	"github.com/seckill/seckill/internal/bench"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/failpoint"
@@ -47,6 +46,7 @@ import (
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/migrations"
+	"github.com/seckill/seckill/tools/bench"
 	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workflows"
 )
