@@ -1,692 +1,1280 @@
 package bench
 
-// The order bench (`seckill bench order`, docs/benchmarks.md): the
-// PostgreSQL order transaction measured three ways in one run. This file
-// holds the parts that need no running service: the pgbench script of the
-// baseline, parsing of pgbench's output and per-transaction log, CPU
-// windows, and the report. cmd/seckill/bench_order.go wires them to the
-// stack.
-
 import (
-	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
+	"runtime"
 	"strings"
-	"text/tabwriter"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/admin"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/logx"
+	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/outbox"
+	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/internal/sale"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/migrations"
+	"github.com/seckill/seckill/workers/sagastarter"
+	"github.com/seckill/seckill/workflows"
 )
 
-// PGBenchScript is the baseline transaction of MEASURED.md as a pgbench
-// custom script: inbox INSERT ON CONFLICT DO NOTHING, conditional stock
-// UPDATE of one hot SKU, order INSERT ON CONFLICT DO NOTHING, outbox INSERT,
-// in one transaction, on the project's own tables. Every transaction gets
-// fresh ids (gen_random_uuid(), built into PostgreSQL 13+) and a random
-// user, so every statement really writes, as CreateOrder's do.
-type PGBenchScript struct {
-	ActivityID    int64
-	SKUID         int64
-	PriceCents    int64
-	ConsumerGroup string // consumer_inbox.consumer_group (CreateOrder's group)
-	Topic         string // consumer_inbox.topic
-	// PayloadHash stands for the inbox SHA-256 (32 bytes: a CHECK wants them).
-	PayloadHash []byte
-	// OutboxPayload is a representative ORDER_CREATED payload (JSON object).
-	OutboxPayload []byte
-	// PaymentTimeoutSeconds sets orders.expires_at, as the sale does.
-	PaymentTimeoutSeconds int
-	// StockLast makes ReplayText a what-if: the same statements with the
-	// conditional stock UPDATE moved last, after a SAVEPOINT (to roll back to
-	// when it finds no stock), so the hot row's lock is held only for the
-	// UPDATE and the COMMIT.
-	StockLast bool
+// OrderOptions are the settings of `seckill bench order` (its flags).
+type OrderOptions struct {
+	Concurrency int
+	Duration    time.Duration
+	Sagas       int
+	Starters    int
+	JSON        bool
+	PGBench     string
+	Timeout     time.Duration
+	SkipBroker  bool
+	WaitIdle    time.Duration
+	Keep        bool
+	BrokerAddr  string
+	WhatIf      bool
 }
 
-// MaxPGBenchUser bounds the random user ids of the script: with about 10^5
-// transactions per run a collision (an order INSERT that does nothing) has
-// a probability below 10^-9.
-const MaxPGBenchUser = 9_000_000_000_000_000_000
+// SKUs of the order bench's activity (one hot SKU per leg).
+const (
+	orderSKUPGBench int64 = 1 // (a) pgbench
+	orderSKUCreate  int64 = 2 // (b) CreateOrder
+	orderSKUSagas   int64 = 3 // (c) sagas, reserved through Redis
+	orderSKUReplay  int64 = 4 // (a') pgbench replaying CreateOrder's statements
+	orderSKUWhatIf  int64 = 5 // --what-if: the replay with the stock UPDATE last
+	orderPrice      int64 = 4999
+	// orderBuildRate bounds the CreateOrder leg's pre-built messages per
+	// second of --duration: far above what two cores do (~2,000/s).
+	orderBuildRate = 8000
+	// orderStall fails a wait that sees no progress for this long.
+	orderStall = 2 * time.Minute
+)
 
-// Text returns the script. pgbench turns every ":name" into a variable, even
-// inside string literals, so the JSON payload is written as an E'...' literal
-// with its colons escaped (\x3a): PostgreSQL's lexer reads it once, when the
-// statement is prepared.
-func (s PGBenchScript) Text() (string, error) {
-	switch {
-	case s.ActivityID <= 0 || s.SKUID <= 0:
-		return "", errors.New("pgbench script: activity and SKU ids must be positive")
-	case len(s.PayloadHash) != 32:
-		return "", errors.New("pgbench script: payload hash must be 32 bytes")
-	case len(s.OutboxPayload) == 0 || s.OutboxPayload[0] != '{':
-		return "", errors.New("pgbench script: outbox payload must be a JSON object")
-	case s.PaymentTimeoutSeconds <= 0:
-		return "", errors.New("pgbench script: payment timeout must be positive")
-	}
-	for _, v := range []string{s.ConsumerGroup, s.Topic} {
-		if v == "" || strings.ContainsAny(v, "':\\") {
-			return "", fmt.Errorf("pgbench script: %q must be non-empty without quotes, colons or backslashes", v)
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "-- seckill bench order (a): the four statements of the baseline on one hot SKU (activity %d, SKU %d)\n", s.ActivityID, s.SKUID)
-	fmt.Fprintf(&b, "\\set uid random(1, %d)\n", int64(MaxPGBenchUser))
-	b.WriteString("BEGIN;\n")
-	fmt.Fprintf(&b, "INSERT INTO consumer_inbox (consumer_group, message_id, topic, event_type, reservation_id, request_id, payload_hash, result_code) "+
-		"VALUES ('%s', gen_random_uuid(), '%s', 'ORDER_CREATE_REQUESTED', gen_random_uuid(), gen_random_uuid(), '\\x%s'::bytea, 'PROCESSING') "+
-		"ON CONFLICT (consumer_group, message_id) DO NOTHING;\n", s.ConsumerGroup, s.Topic, hex.EncodeToString(s.PayloadHash))
-	fmt.Fprintf(&b, "UPDATE sku_inventory SET available_stock = available_stock - 1, occupied_stock = occupied_stock + 1, "+
-		"version = version + 1, updated_at = clock_timestamp() WHERE activity_id = %d AND sku_id = %d AND available_stock > 0;\n",
-		s.ActivityID, s.SKUID)
-	fmt.Fprintf(&b, "INSERT INTO orders (order_id, activity_id, sku_id, user_id, request_id, reservation_id, amount_cents, status, expires_at) "+
-		"VALUES (gen_random_uuid(), %d, %d, :uid, gen_random_uuid(), gen_random_uuid(), %d, 'CREATED', clock_timestamp() + make_interval(secs => %d)) "+
-		"ON CONFLICT DO NOTHING;\n", s.ActivityID, s.SKUID, s.PriceCents, s.PaymentTimeoutSeconds)
-	fmt.Fprintf(&b, "INSERT INTO event_outbox (event_id, aggregate_type, aggregate_id, event_type, schema_version, message_key, payload) "+
-		"VALUES (gen_random_uuid(), 'ORDER', gen_random_uuid(), 'ORDER_CREATED', 1, gen_random_uuid()::text, %s::jsonb) "+
-		"ON CONFLICT (event_id) DO NOTHING;\n", pgEscapedLiteral(string(s.OutboxPayload)))
-	b.WriteString("END;\n")
-	return b.String(), nil
+// orderEnv is what the legs share.
+type orderEnv struct {
+	o          OrderOptions
+	cfg        config.Config // points at the scratch database and the bench task queue
+	conns      *app.Conns
+	tel        *app.Telemetry
+	rdb        *redis.Client
+	dsn        string
+	runID      string
+	activity   int64
+	ncpu       int
+	pgbench    string
+	quiet      *slog.Logger
+	progress   func(format string, args ...any)
+	report     *OrderReport
+	backlog    []reservation.Fields // leg (c)'s reservations, admitted in Redis
+	startedIDs []string             // workflow ids of started sagas
+	mu         sync.Mutex
 }
 
-// ReplayText returns a pgbench script that replays the statements of
-// CreateOrder's order transaction (activities/order.go, the "order created"
-// path) in its order, with the same parameters: inbox INSERT, reservation
-// upsert, reservation SELECT FOR UPDATE, sale read, conditional stock
-// UPDATE, order INSERT, ledger INSERT, reservation UPDATE, outbox INSERT,
-// inbox UPDATE. It tells the transaction's shape apart from the Go client's
-// cost. The ids of one transaction derive from one random number
-// (md5(:r || suffix)::uuid), so no extra round trip is needed.
-func (s PGBenchScript) ReplayText() (string, error) {
-	if _, err := s.Text(); err != nil { // same validation
-		return "", err
-	}
-	id := func(suffix string) string { return "md5(:r::text || '" + suffix + "')::uuid" }
-	rid, mid, qid, oid := id("r"), id("m"), id("q"), id("o")
-	a, k := s.ActivityID, s.SKUID
-	var b strings.Builder
-	fmt.Fprintf(&b, "-- seckill bench order: CreateOrder's statements replayed by pgbench (activity %d, SKU %d, stock update last %v)\n", a, k, s.StockLast)
-	fmt.Fprintf(&b, "\\set uid random(1, %d)\n", int64(MaxPGBenchUser))
-	fmt.Fprintf(&b, "\\set r random(1, %d)\n", int64(MaxPGBenchUser))
-	b.WriteString("BEGIN ISOLATION LEVEL READ COMMITTED;\n")
-	fmt.Fprintf(&b, "INSERT INTO consumer_inbox (consumer_group, message_id, topic, event_type, reservation_id, request_id, payload_hash, result_code) "+
-		"VALUES ('%s', %s, '%s', 'ORDER_CREATE_REQUESTED', %s, %s, '\\x%s'::bytea, 'PROCESSING') "+
-		"ON CONFLICT (consumer_group, message_id) DO NOTHING;\n", s.ConsumerGroup, mid, s.Topic, rid, qid, hex.EncodeToString(s.PayloadHash))
-	fmt.Fprintf(&b, "INSERT INTO inventory_reservation (reservation_id, request_id, activity_id, sku_id, user_id, message_id, status, reserved_at, business_deadline) "+
-		"VALUES (%s, %s, %d, %d, :uid, %s, 'RESERVED', clock_timestamp(), clock_timestamp() + interval '1 hour') "+
-		"ON CONFLICT (reservation_id) DO NOTHING;\n", rid, qid, a, k, mid)
-	fmt.Fprintf(&b, "SELECT status, order_id FROM inventory_reservation WHERE reservation_id = %s FOR UPDATE;\n", rid)
-	fmt.Fprintf(&b, "SELECT clock_timestamp(), clock_timestamp() + make_interval(secs => a.payment_timeout_seconds), i.price_cents "+
-		"FROM sale_activity a JOIN sku_inventory i ON i.activity_id = a.activity_id WHERE a.activity_id = %d AND i.sku_id = %d;\n", a, k)
-	stock := fmt.Sprintf("UPDATE sku_inventory SET available_stock = available_stock - 1, occupied_stock = occupied_stock + 1, "+
-		"version = version + 1, updated_at = clock_timestamp() WHERE activity_id = %d AND sku_id = %d AND available_stock > 0;\n", a, k)
-	if s.StockLast {
-		b.WriteString("SAVEPOINT before_order;\n")
-	} else {
-		b.WriteString(stock)
-	}
-	fmt.Fprintf(&b, "INSERT INTO orders (order_id, activity_id, sku_id, user_id, request_id, reservation_id, amount_cents, status, expires_at) "+
-		"VALUES (%s, %d, %d, :uid, %s, %s, %d, 'CREATED', clock_timestamp() + make_interval(secs => %d)) ON CONFLICT DO NOTHING;\n",
-		oid, a, k, qid, rid, s.PriceCents, s.PaymentTimeoutSeconds)
-	fmt.Fprintf(&b, "INSERT INTO inventory_ledger (idempotency_key, activity_id, sku_id, reservation_id, order_id, change_type, delta_available, delta_occupied) "+
-		"VALUES ('OCCUPY:' || %s::text, %d, %d, %s, %s, 'OCCUPY', -1, 1);\n", rid, a, k, rid, oid)
-	fmt.Fprintf(&b, "UPDATE inventory_reservation SET status = 'ORDER_CREATED', order_id = %s, version = version + 1, updated_at = clock_timestamp() "+
-		"WHERE reservation_id = %s AND status = 'RESERVED';\n", oid, rid)
-	fmt.Fprintf(&b, "INSERT INTO event_outbox (event_id, aggregate_type, aggregate_id, event_type, schema_version, message_key, payload) "+
-		"VALUES (gen_random_uuid(), 'ORDER', %s, 'ORDER_CREATED', 1, %s::text, %s::jsonb) ON CONFLICT (event_id) DO NOTHING;\n",
-		oid, rid, pgEscapedLiteral(string(s.OutboxPayload)))
-	fmt.Fprintf(&b, "UPDATE consumer_inbox SET result_code = 'ORDER_CREATED', order_id = %s, processed_at = clock_timestamp() "+
-		"WHERE consumer_group = '%s' AND message_id = %s;\n", oid, s.ConsumerGroup, mid)
-	if s.StockLast {
-		b.WriteString(stock)
-	}
-	b.WriteString("END;\n")
-	return b.String(), nil
-}
-
-// pgEscapedLiteral writes s as an E'...' string literal in which no colon,
-// quote or backslash appears literally.
-func pgEscapedLiteral(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`, `:`, `\x3a`, "\n", `\n`)
-	return "E'" + r.Replace(s) + "'"
-}
-
-// PGBenchResult is what pgbench printed at the end of a run.
-type PGBenchResult struct {
-	TPS          float64 // "tps = N (without initial connection time)"
-	Processed    int64   // "number of transactions actually processed: N"
-	Failed       int64   // "number of failed transactions: N" (PostgreSQL 15+)
-	LatencyAvgMS float64 // "latency average = N ms"
-}
-
+// orderParticipants are the processes on each leg's path (besides this process).
 var (
-	pgbTPS       = regexp.MustCompile(`(?m)^tps = ([0-9.]+) \(without initial connection time\)`)
-	pgbProcessed = regexp.MustCompile(`(?m)^number of transactions actually processed: ([0-9]+)`)
-	pgbFailed    = regexp.MustCompile(`(?m)^number of failed transactions: ([0-9]+)`)
-	pgbLatency   = regexp.MustCompile(`(?m)^latency average = ([0-9.]+) ms`)
+	orderPGPath     = map[string]bool{"postgres": true, "pgbench": true}
+	orderBrokerPath = map[string]bool{"rocketmq-broker": true, "rocketmq-namesrv": true}
+	orderSagaPath   = map[string]bool{"postgres": true, "temporal": true, "redis-server": true}
 )
 
-// ParsePGBench reads the summary pgbench prints (PostgreSQL 14+: "tps = N
-// (without initial connection time)"). The tps and processed lines are
-// required; the others are optional.
-func ParsePGBench(out string) (PGBenchResult, error) {
-	out = strings.ReplaceAll(out, "\r", "")
-	var r PGBenchResult
-	m := pgbTPS.FindStringSubmatch(out)
-	if m == nil {
-		return r, errors.New(`pgbench output has no "tps = N (without initial connection time)" line`)
-	}
-	var err error
-	if r.TPS, err = strconv.ParseFloat(m[1], 64); err != nil {
-		return r, fmt.Errorf("pgbench tps %q: %w", m[1], err)
-	}
-	if m = pgbProcessed.FindStringSubmatch(out); m == nil {
-		return r, errors.New(`pgbench output has no "number of transactions actually processed" line`)
-	}
-	if r.Processed, err = strconv.ParseInt(m[1], 10, 64); err != nil {
-		return r, fmt.Errorf("pgbench processed %q: %w", m[1], err)
-	}
-	if m = pgbFailed.FindStringSubmatch(out); m != nil {
-		r.Failed, _ = strconv.ParseInt(m[1], 10, 64)
-	}
-	if m = pgbLatency.FindStringSubmatch(out); m != nil {
-		r.LatencyAvgMS, _ = strconv.ParseFloat(m[1], 64)
-	}
-	return r, nil
-}
-
-// ParsePGBenchLog reads a pgbench per-transaction log (-l): lines of
-// "client_id transaction_no time script_no time_epoch time_us [...]", time
-// being the transaction's latency in µs. Failed transactions (time
-// "failed", "serialization", "deadlock") and skipped ones are left out.
-func ParsePGBenchLog(r io.Reader) ([]time.Duration, error) {
-	var out []time.Duration
-	sc := bufio.NewScanner(r)
-	line := 0
-	for sc.Scan() {
-		line++
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		if len(f) < 6 {
-			return out, fmt.Errorf("pgbench log line %d: %d fields, want at least 6", line, len(f))
-		}
-		us, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil {
-			continue // failed/skipped transaction
-		}
-		out = append(out, time.Duration(us)*time.Microsecond)
-	}
-	return out, sc.Err()
-}
-
-// PGBenchArgs is one pgbench run of a custom script.
-type PGBenchArgs struct {
-	Path      string
-	Host      string
-	Port      uint16
-	User      string
-	Database  string
-	Clients   int           // -c
-	Threads   int           // -j
-	Duration  time.Duration // -T, whole seconds (rounded up)
-	Script    string        // -f
-	LogPrefix string        // -l --log-prefix; empty: no per-transaction log
-}
-
-// Argv is the command line: no vacuum (-n, the tables are not pgbench's),
-// prepared statements (-M prepared, as pgx's statement cache does).
-func (a PGBenchArgs) Argv() []string {
-	secs := int((a.Duration + time.Second - 1) / time.Second)
-	argv := []string{a.Path, "-n", "-M", "prepared", "-c", strconv.Itoa(a.Clients), "-j", strconv.Itoa(a.Threads),
-		"-T", strconv.Itoa(max(secs, 1)), "-f", a.Script, "-h", a.Host, "-p", strconv.Itoa(int(a.Port)), "-U", a.User}
-	if a.LogPrefix != "" {
-		argv = append(argv, "-l", "--log-prefix="+a.LogPrefix)
-	}
-	return append(argv, a.Database)
-}
-
-// CPUWindow is a CPU snapshot of the machine and every process at the start
-// of a leg.
-type CPUWindow struct {
-	at          time.Time
-	busy, total uint64
-	procs       ProcTicks
-	// children is the CPU of each process's waited-for children (cutime +
-	// cstime): PostgreSQL backends that connect and exit within a leg
-	// (pgbench's) are seen through the postmaster's.
-	children ProcTicks
-}
-
-// StartCPUWindow takes the first snapshot.
-func StartCPUWindow() CPUWindow {
-	w := CPUWindow{at: time.Now(), procs: ReadProcTicks(), children: readChildTicks()}
-	w.busy, w.total, _ = ReadMachineCPU()
-	return w
-}
-
-// readChildTicks reads cutime + cstime of every process.
-func readChildTicks() ProcTicks {
-	out := ProcTicks{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(d + "/stat") // #nosec G304 -- a path the operator or the harness chose (a file it names on the command line, a pid or log file of the stack)
-		if err != nil {
-			continue
-		}
-		comm, ticks, err := ParseProcPIDChildStat(string(raw))
-		if err != nil || ticks == 0 {
-			continue
-		}
-		out[pid] = ProcEntry{Name: comm, Ticks: ticks}
-	}
-	return out
-}
-
-// ParseProcPIDChildStat returns the command name and cutime+cstime (the CPU
-// of waited-for children) of a /proc/<pid>/stat line.
-func ParseProcPIDChildStat(s string) (comm string, ticks uint64, err error) {
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || end < open {
-		return "", 0, fmt.Errorf("not a /proc/<pid>/stat line: %q", s)
-	}
-	comm = s[open+1 : end]
-	f := strings.Fields(s[end+1:])
-	// after the name: state(0) ... utime(11) stime(12) cutime(13) cstime(14)
-	if len(f) < 15 {
-		return "", 0, fmt.Errorf("short /proc/<pid>/stat line: %q", s)
-	}
-	cu, err1 := strconv.ParseInt(f[13], 10, 64)
-	cs, err2 := strconv.ParseInt(f[14], 10, 64)
-	if err1 != nil || err2 != nil || cu < 0 || cs < 0 {
-		return "", 0, fmt.Errorf("bad cutime/cstime in %q", s)
-	}
-	return comm, uint64(cu + cs), nil
-}
-
-// LegCPU is where the machine's CPU went during one leg, per operation.
-type LegCPU struct {
-	// MachineBusyPct is the share of all CPUs that was busy.
-	MachineBusyPct float64 `json:"machine_busy_pct"`
-	// MachineUS is the machine's CPU time per operation, µs of one core.
-	MachineUS float64 `json:"machine_us_per_op"`
-	// OffPathPct is the share of the machine used by processes that are not
-	// on the leg's path (other people's work: noise) and by the kernel.
-	OffPathPct float64 `json:"off_path_pct"`
-	// TopProcesses are the busiest processes, µs of one core per operation.
-	TopProcesses []ProcCost `json:"top_processes"`
-}
-
-// Stop takes the second snapshot and returns the CPU per operation over ops
-// operations. self names this process; children are processes that ran
-// and exited within the window (their CPU from rusage); participants are
-// the process names on the leg's path.
-func (w CPUWindow) Stop(ops int64, ncpu int, self string, children []ProcCPU, participants map[string]bool) LegCPU {
-	end := CPUWindow{at: time.Now(), procs: ReadProcTicks(), children: readChildTicks()}
-	end.busy, end.total, _ = ReadMachineCPU()
-	return w.cost(end, ops, ncpu, os.Getpid(), self, children, participants)
-}
-
-func (w CPUWindow) cost(end CPUWindow, ops int64, ncpu, selfPID int, self string, children []ProcCPU, participants map[string]bool) LegCPU {
-	rename := func(p ProcTicks) ProcTicks {
-		if e, ok := p[selfPID]; ok && self != "" {
-			e.Name = self
-			p[selfPID] = e
-		}
-		return p
-	}
-	d := append(ProcDelta(rename(w.procs), rename(end.procs)), children...)
-	// Children that exited within the window count under their parent's
-	// name (the postmaster's are PostgreSQL backends). This process's are
-	// left out: the caller passes them in children.
-	by := map[string]float64{}
-	for _, p := range d {
-		by[p.Name] += p.Seconds
-	}
-	for pid, e := range end.children {
-		prev, ok := w.children[pid]
-		if pid == selfPID || !ok || prev.Ticks > e.Ticks {
-			continue // this process, or a parent that started within the window
-		}
-		if dt := e.Ticks - prev.Ticks; dt > 0 {
-			by[e.Name] += float64(dt) / ClockTicks
-		}
-	}
-	d = d[:0]
-	for n, sec := range by {
-		d = append(d, ProcCPU{Name: n, Seconds: sec})
-	}
-	sortProcs(d)
-	wall := end.at.Sub(w.at).Seconds()
-	var c LegCPU
-	var machine float64
-	if dt := end.total - w.total; dt > 0 && end.total > w.total && wall > 0 {
-		c.MachineBusyPct = 100 * float64(end.busy-w.busy) / float64(dt)
-		machine = c.MachineBusyPct / 100 * float64(ncpu) * wall
-	}
-	var on float64
-	for _, p := range d {
-		if participants[p.Name] || p.Name == self {
-			on += p.Seconds
-		}
-	}
-	if wall > 0 && ncpu > 0 {
-		c.OffPathPct = 100 * max(0, machine-on) / (wall * float64(ncpu))
-	}
-	if ops > 0 {
-		c.MachineUS = machine * 1e6 / float64(ops)
-		c.TopProcesses = TopProcs(d, int(ops), 6)
-	}
-	return c
-}
-
-func sortProcs(d []ProcCPU) {
-	for i := 1; i < len(d); i++ { // insertion sort: a few dozen entries
-		for j := i; j > 0 && (d[j].Seconds > d[j-1].Seconds || d[j].Seconds == d[j-1].Seconds && d[j].Name < d[j-1].Name); j-- {
-			d[j], d[j-1] = d[j-1], d[j]
-		}
-	}
-}
-
-// OrderLeg is one measured leg of the order bench.
-type OrderLeg struct {
-	Name        string  `json:"name"`
-	Ops         int64   `json:"ops"`
-	Concurrency int     `json:"concurrency"`
-	ElapsedS    float64 `json:"elapsed_s"`
-	PerS        float64 `json:"ops_per_s"`
-	P50MS       float64 `json:"p50_ms"`
-	P99MS       float64 `json:"p99_ms"`
-	MeanMS      float64 `json:"mean_ms"`
-	// LatencyMeasured is false when the leg has no per-operation latency.
-	LatencyMeasured bool   `json:"latency_measured"`
-	Outcome         string `json:"outcome"`
-	CPU             LegCPU `json:"cpu"`
-	// Waits is what the leg's PostgreSQL backends were doing, sampled.
-	Waits []WaitShare `json:"pg_waits,omitempty"`
-}
-
-// SagaLeg is leg (c): sagas end to end from a backlog of reservations.
-type SagaLeg struct {
-	Sagas    int `json:"sagas"`
-	Starters int `json:"starters"`
-	// ReserveS is how long reserving the backlog in Redis took (not measured
-	// as part of the drain: the reservations are the backlog).
-	ReserveS float64 `json:"reserve_s"`
-	// StartS: first start to last start accepted by Temporal.
-	StartS   float64 `json:"start_s"`
-	StartsPS float64 `json:"starts_per_s"`
-	// CreatedS: first start until every order exists in PostgreSQL.
-	CreatedS float64 `json:"orders_created_s"`
-	// DrainS: first start until every order exists and is projected onto
-	// Redis (open_reserved back to 0): the drain time of the backlog.
-	DrainS  float64 `json:"drain_s"`
-	SagasPS float64 `json:"sagas_per_s"`
-	// SteadyPS is the completion rate between 10% and 90% of the backlog.
-	SteadyPS float64 `json:"steady_sagas_per_s"`
-	// Milestones: seconds after the first start at which 10/50/90/100% of the
-	// orders were created.
-	Milestones map[string]float64 `json:"milestones_s"`
-	// TerminateS is how long terminating the waiting sagas took (clean-up).
-	TerminateS float64 `json:"terminate_s"`
-	Terminated int     `json:"terminated"`
-	Outcome    string  `json:"outcome"`
-	CPU        LegCPU  `json:"cpu"`
-}
-
-// BrokerLeg is the RocketMQ leg: the backlog's messages produced to the
-// bench topic and consumed back by a fresh consumer group.
-type BrokerLeg struct {
-	Messages            int     `json:"messages"`
-	Producers           int     `json:"producers"`
-	ProduceS            float64 `json:"produce_s"`
-	ProducePS           float64 `json:"produce_per_s"`
-	ConsumerConcurrency int     `json:"consumer_concurrency"`
-	// ConsumeS: consumer start to the last of the messages received.
-	ConsumeS  float64 `json:"consume_s"`
-	ConsumePS float64 `json:"consume_per_s"`
-	Group     string  `json:"group"`
-	Outcome   string  `json:"outcome"`
-	Produce   LegCPU  `json:"produce_cpu"`
-	Consume   LegCPU  `json:"consume_cpu"`
-}
-
-// OrderReport is the result of one `seckill bench order` run.
-type OrderReport struct {
-	Command        string     `json:"command"`
-	Started        time.Time  `json:"started"`
-	CPUs           int        `json:"cpus"`
-	GOMAXPROCS     int        `json:"gomaxprocs"`
-	MemGiB         float64    `json:"mem_gib"`
-	PGVersion      string     `json:"postgres_version"`
-	PGBenchVersion string     `json:"pgbench_version"`
-	Database       string     `json:"scratch_database"`
-	ActivityID     int64      `json:"activity_id"`
-	TaskQueue      string     `json:"task_queue"`
-	Concurrency    int        `json:"concurrency"`
-	DurationS      float64    `json:"duration_s"`
-	BusyBeforePct  float64    `json:"busy_before_pct"`
-	PGBench        *OrderLeg  `json:"pgbench,omitempty"`
-	Replay         *OrderLeg  `json:"pgbench_replay,omitempty"`
-	WhatIf         *OrderLeg  `json:"pgbench_what_if,omitempty"`
-	CreateOrder    *OrderLeg  `json:"create_order,omitempty"`
-	Broker         *BrokerLeg `json:"broker,omitempty"`
-	Sagas          *SagaLeg   `json:"sagas,omitempty"`
-	Ratios         []Ratio    `json:"ratios"`
-	Notes          []string   `json:"notes,omitempty"`
-	Failures       []string   `json:"failures,omitempty"`
-}
-
-// WriteText prints the report as tables.
-func (r *OrderReport) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "%s\n", r.Command)
-	fmt.Fprintf(w, "machine: %d CPUs (GOMAXPROCS %d), %.0f GiB; PostgreSQL %s; %s\n", r.CPUs, r.GOMAXPROCS, r.MemGiB,
-		r.PGVersion, r.PGBenchVersion)
-	fmt.Fprintf(w, "scratch database %s; activity %d; task queue %s; machine %.0f%% busy before the run\n\n",
-		r.Database, r.ActivityID, r.TaskQueue, r.BusyBeforePct)
-
-	type row struct {
-		name      string
-		ops       int64
-		conc      int
-		elapsed   float64
-		perS      float64
-		lat       bool
-		p50, p99  float64
-		mean      float64
-		meanKnown bool
-	}
-	var rows []row
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
-		if l != nil {
-			rows = append(rows, row{l.Name, l.Ops, l.Concurrency, l.ElapsedS, l.PerS, l.LatencyMeasured, l.P50MS, l.P99MS, l.MeanMS, l.MeanMS > 0})
-		}
-	}
-	if b := r.Broker; b != nil {
-		rows = append(rows, row{name: "broker: produce (gateway send code)", ops: int64(b.Messages), conc: b.Producers, elapsed: b.ProduceS, perS: b.ProducePS},
-			row{name: "broker: consume the backlog", ops: int64(b.Messages), conc: b.ConsumerConcurrency, elapsed: b.ConsumeS, perS: b.ConsumePS})
-	}
-	if s := r.Sagas; s != nil {
-		rows = append(rows, row{name: "(c) sagas: start (starter code)", ops: int64(s.Sagas), conc: s.Starters, elapsed: s.StartS, perS: s.StartsPS},
-			row{name: "(c) sagas: drain (created+projected)", ops: int64(s.Sagas), conc: s.Starters, elapsed: s.DrainS, perS: s.SagasPS})
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "leg\tops\tconc\telapsed s\tops/s\tp50 ms\tp99 ms\tmean ms\t")
-	for _, x := range rows {
-		p50, p99, mean := "n/a", "n/a", "n/a"
-		if x.lat {
-			p50, p99 = fmt.Sprintf("%.2f", x.p50), fmt.Sprintf("%.2f", x.p99)
-		}
-		if x.meanKnown {
-			mean = fmt.Sprintf("%.2f", x.mean)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.0f\t%s\t%s\t%s\t\n", x.name, x.ops, x.conc, x.elapsed, x.perS, p50, p99, mean)
-	}
-	_ = tw.Flush()
-	fmt.Fprintln(w)
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
-		if l != nil {
-			fmt.Fprintf(w, "  %s: %s\n", l.Name, l.Outcome)
-		}
-	}
-	if b := r.Broker; b != nil {
-		fmt.Fprintf(w, "  broker: %s\n", b.Outcome)
-	}
-	if s := r.Sagas; s != nil {
-		fmt.Fprintf(w, "  (c) sagas: %s\n", s.Outcome)
-	}
-	fmt.Fprintln(w)
-
-	fmt.Fprintln(w, "CPU during each leg: machine busy (% of all CPUs), machine CPU per op (µs of one core), off-path")
-	fmt.Fprintln(w, "(share of the machine used by processes not on the leg's path: other people's work, the kernel):")
-	type cpuRow struct {
-		name string
-		c    LegCPU
-	}
-	var cpus []cpuRow
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
-		if l != nil {
-			cpus = append(cpus, cpuRow{l.Name, l.CPU})
-		}
-	}
-	if b := r.Broker; b != nil {
-		cpus = append(cpus, cpuRow{"broker: produce", b.Produce}, cpuRow{"broker: consume", b.Consume})
-	}
-	if s := r.Sagas; s != nil {
-		cpus = append(cpus, cpuRow{"(c) sagas (start + drain)", s.CPU})
-	}
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "leg\tmachine busy\tµs/op\toff-path\t")
-	for _, x := range cpus {
-		fmt.Fprintf(tw, "%s\t%.0f%%\t%.0f\t%.0f%%\t\n", x.name, x.c.MachineBusyPct, x.c.MachineUS, x.c.OffPathPct)
-	}
-	_ = tw.Flush()
-	for _, x := range cpus {
-		parts := make([]string, 0, len(x.c.TopProcesses))
-		for _, p := range x.c.TopProcesses {
-			parts = append(parts, fmt.Sprintf("%s %.0f", p.Name, p.US))
-		}
-		fmt.Fprintf(w, "  %s: top processes (µs/op): %s\n", x.name, strings.Join(parts, ", "))
-	}
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
-		if l == nil || len(l.Waits) == 0 {
-			continue
-		}
-		parts := make([]string, 0, len(l.Waits))
-		for _, x := range l.Waits {
-			parts = append(parts, fmt.Sprintf("%s %.0f%%", x.State, x.Pct))
-		}
-		fmt.Fprintf(w, "  %s: PostgreSQL backends sampled: %s\n", l.Name, strings.Join(parts, ", "))
-	}
-	fmt.Fprintln(w)
-
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ratio\tvalue\ttarget\tmet")
-	for _, q := range r.Ratios {
-		verdict := "yes"
-		if !q.Met {
-			verdict = "NO"
-			if q.Target > 0 && q.Value > 0 {
-				verdict += fmt.Sprintf(" (%.0f%% of the target)", 100*q.Value/q.Target)
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%s %.2f\t%s\n", q.Name, q.Value, q.Op, q.Target, verdict)
-	}
-	_ = tw.Flush()
-	if s := r.Sagas; s != nil && s.DrainS > 0 {
-		fmt.Fprintf(w, "sagas/s end to end from a backlog of %d reservations: %.1f (steady 10%%-90%%: %.1f); drain time %.1f s\n",
-			s.Sagas, s.SagasPS, s.SteadyPS, s.DrainS)
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	if len(r.Failures) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "FAILED:")
-		for _, f := range r.Failures {
-			fmt.Fprintf(w, "  %s\n", f)
-		}
-	}
-}
-
-// WaitShare is the share of sampled backend states in one category.
-type WaitShare struct {
-	State string  `json:"state"`
-	Pct   float64 `json:"pct"`
-}
-
-// WaitState names what one PostgreSQL client backend was doing, from
-// pg_stat_activity's state, wait_event_type and wait_event.
-func WaitState(state, waitType, waitEvent string) string {
+// Validate checks the options' bounds.
+func (o OrderOptions) Validate() error {
 	switch {
-	case state == "idle":
-		return "idle (between transactions)"
-	case state == "idle in transaction":
-		return "in transaction, waiting for the client"
-	case state != "active":
-		return state
-	case waitType == "":
-		return "running (CPU)"
-	case waitType == "Lock":
-		return "Lock:" + waitEvent + " (row lock of another transaction)"
+	case o.Concurrency < 1 || o.Concurrency > 256:
+		return errors.New("--concurrency must be between 1 and 256")
+	case o.Duration < time.Second || o.Duration > 10*time.Minute:
+		return errors.New("--duration must be between 1s and 10m")
+	case o.Sagas < 100 || o.Sagas > 200_000:
+		return errors.New("--sagas must be between 100 and 200000")
+	case o.Starters < 1 || o.Starters > 256:
+		return errors.New("--starters must be between 1 and 256")
+	case o.Timeout <= 0 || o.Timeout > 2*time.Hour:
+		return errors.New("--timeout must be positive and at most 2h")
+	case o.WaitIdle < 0 || o.WaitIdle >= o.Timeout:
+		return errors.New("--wait-idle must be at least 0 and below --timeout")
 	}
-	return waitType + ":" + waitEvent
+	return nil
 }
 
-// WaitShares turns counts of sampled states into shares, largest first.
-func WaitShares(counts map[string]int) []WaitShare {
-	var total int
-	for _, n := range counts {
-		total += n
+// RunOrder runs `seckill bench order` against the stack sys describes:
+// progress goes to stderr, the report to stdout.
+func RunOrder(ctx context.Context, sys config.Config, o OrderOptions, stdout, stderr io.Writer) error {
+	if err := o.Validate(); err != nil {
+		return err
 	}
-	out := make([]WaitShare, 0, len(counts))
-	for st, n := range counts {
-		if n > 0 {
-			out = append(out, WaitShare{State: st, Pct: 100 * float64(n) / float64(total)})
+	progress := func(format string, args ...any) {
+		fmt.Fprintf(stderr, "bench order: "+format+"\n", args...)
+	}
+	pgbPath, err := findPGBench(o.PGBench)
+	if err != nil {
+		return err
+	}
+	cfg := sys
+	pgc, err := pgx.ParseConfig(cfg.PostgresDSN)
+	if err != nil {
+		return fmt.Errorf("SECKILL_PG_DSN: %w", err)
+	}
+	if _, _, err := loopbackAddr("SECKILL_PG_DSN", net.JoinHostPort(pgc.Host, fmt.Sprint(pgc.Port))); err != nil {
+		return err
+	}
+	if _, _, err := loopbackAddr("SECKILL_REDIS_ADDR", cfg.RedisAddr); err != nil {
+		return err
+	}
+	if _, _, err := loopbackAddr("SECKILL_TEMPORAL_ADDR", cfg.TemporalAddress); err != nil {
+		return err
+	}
+	for _, ns := range cfg.RocketMQNameServers {
+		if _, _, err := loopbackAddr("SECKILL_ROCKETMQ_NAMESRV", ns); err != nil {
+			return err
 		}
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && (out[j].Pct > out[j-1].Pct || out[j].Pct == out[j-1].Pct && out[j].State < out[j-1].State); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
+	if _, _, err := loopbackAddr("--broker-addr", o.BrokerAddr); err != nil {
+		return err
 	}
-	return out
-}
 
-// Milestones returns, for progress samples (seconds since the start, done
-// count; in time order), the first time at which each fraction of total was
-// reached, keyed "10%", "50%", "90%", "100%", and the rate between 10% and
-// 90% (0 when not measurable).
-func Milestones(at []float64, done []int64, total int64) (map[string]float64, float64) {
-	out := map[string]float64{}
-	if total <= 0 || len(at) != len(done) {
-		return out, 0
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	var rb [4]byte
+	if _, err := rand.Read(rb[:]); err != nil {
+		return err
 	}
-	fr := []struct {
-		key string
-		f   float64
-	}{{"10%", 0.1}, {"50%", 0.5}, {"90%", 0.9}, {"100%", 1}}
-	for _, x := range fr {
-		want := int64(x.f * float64(total))
-		for i := range at {
-			if done[i] >= want {
-				out[x.key] = at[i]
+	runID := hex.EncodeToString(rb[:])
+
+	// The scratch database: created as the seckill role (it has CREATEDB),
+	// migrated like any seckill database, dropped at the end.
+	dbName := "seckill_bench_" + runID
+	dsn, err := withDBName(cfg.PostgresDSN, dbName)
+	if err != nil {
+		return err
+	}
+	adminDSN := cfg.PostgresDSN // cfg moves to the scratch database below
+	if err := execAdmin(ctx, adminDSN, "CREATE DATABASE "+dbName); err != nil {
+		return fmt.Errorf("create scratch database (the role needs CREATEDB): %w", err)
+	}
+	progress("scratch database %s created", dbName)
+	if !o.Keep {
+		defer func() {
+			dctx, c := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer c()
+			if err := execAdmin(dctx, adminDSN, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)"); err != nil {
+				progress("drop scratch database %s failed: %v (drop it by hand)", dbName, err)
+				return
+			}
+			progress("scratch database %s dropped", dbName)
+		}()
+	}
+	if _, err := migrations.Up(ctx, dsn); err != nil {
+		return fmt.Errorf("migrate %s: %w", dbName, err)
+	}
+
+	// The bench's processes point at the scratch database and a task queue
+	// of their own: no other worker sees these sagas, and ours sees no other.
+	cfg.PostgresDSN = dsn
+	cfg.TemporalTaskQueue = "seckill-bench-order-" + runID
+	cfg.TopicOrderCreate = Topic
+	cfg.ReservationTTL = benchTTL
+	quiet := logx.New(stderr, "warn")
+	// Telemetry as `seckill worker` has it (Temporal SDK metrics included).
+	tel := app.NewTelemetry()
+	conns, err := app.Open(ctx, cfg, "seckill-bench-order", true, quiet, tel)
+	if err != nil {
+		return err
+	}
+	defer conns.Close()
+
+	activityID := int64(900_000_000_000_000_000) + randInt63n(99_999_999_999_999_999)
+	now := time.Now().UTC().Truncate(time.Second)
+	act := sale.Activity{
+		ActivityID: activityID, Name: "seckill bench order " + now.Format(time.RFC3339),
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(3 * time.Hour),
+		// The saga waits this long for payment (the bench terminates it).
+		PaymentTimeoutSeconds: 900,
+		// Generous: a slow drain must not turn into deadline rejections.
+		OrderDeadlineSeconds: 3 * 3600,
+		SKUs: []sale.SKU{
+			{SKUID: orderSKUPGBench, Stock: sale.MaxStock, PriceCents: orderPrice},
+			{SKUID: orderSKUCreate, Stock: sale.MaxStock, PriceCents: orderPrice},
+			{SKUID: orderSKUSagas, Stock: int64(o.Sagas) + 1000, PriceCents: orderPrice},
+			{SKUID: orderSKUReplay, Stock: sale.MaxStock, PriceCents: orderPrice},
+			{SKUID: orderSKUWhatIf, Stock: sale.MaxStock, PriceCents: orderPrice},
+		},
+	}
+	if _, err := sale.Setup(ctx, conns.Pool, conns.Redis, act); err != nil {
+		return fmt.Errorf("set up bench activity: %w", err)
+	}
+	// Keep every send-due scanner on this Redis away from the bench's SKUs
+	// (their send_due scores are a day ahead anyway).
+	members := []any{skuMember(activityID, orderSKUPGBench), skuMember(activityID, orderSKUCreate), skuMember(activityID, orderSKUSagas),
+		skuMember(activityID, orderSKUReplay), skuMember(activityID, orderSKUWhatIf)}
+	if err := conns.Redis.SRem(ctx, lua.ActiveSKUs, members...).Err(); err != nil {
+		return err
+	}
+	if !o.Keep {
+		defer func() {
+			progress("deleting the Redis keys of activity %d", activityID)
+			if err := benchCleanup(context.WithoutCancel(ctx), conns.Redis, conns.Pool, activityID, act.SKUs, progress); err != nil {
+				progress("clean-up failed: %v (delete keys seckill:{%d:*}:* by hand)", err, activityID)
+			}
+		}()
+	}
+	progress("activity %d: SKU %d for pgbench, %d for pgbench's replay of CreateOrder, %d for CreateOrder (stock %d each), %d for %d sagas",
+		activityID, orderSKUPGBench, orderSKUReplay, orderSKUCreate, sale.MaxStock, orderSKUSagas, o.Sagas)
+
+	rep := &OrderReport{
+		Command: fmt.Sprintf("seckill bench order --concurrency %d --duration %s --sagas %d --starters %d%s%s",
+			o.Concurrency, o.Duration, o.Sagas, o.Starters, map[bool]string{true: " --skip-broker"}[o.SkipBroker],
+			map[bool]string{true: " --what-if"}[o.WhatIf]),
+		Started: now, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), MemGiB: memTotalGiB(),
+		PGBenchVersion: commandVersion(ctx, pgbPath), Database: dbName, ActivityID: activityID,
+		TaskQueue: cfg.TemporalTaskQueue, Concurrency: o.Concurrency, DurationS: o.Duration.Seconds(),
+	}
+	_ = conns.Pool.QueryRow(ctx, `SELECT current_setting('server_version')`).Scan(&rep.PGVersion)
+	if o.WaitIdle > 0 {
+		deadline := time.Now().Add(o.WaitIdle)
+		for {
+			busy, err := machineBusy(ctx, 2*time.Second)
+			if err != nil || busy < 20 {
 				break
 			}
+			if time.Now().After(deadline) {
+				progress("machine still %.0f%% busy after --wait-idle %s: starting anyway", busy, o.WaitIdle)
+				break
+			}
+			progress("machine %.0f%% busy: waiting for it to quieten", busy)
 		}
 	}
-	t10, ok10 := out["10%"]
-	t90, ok90 := out["90%"]
-	if !ok10 || !ok90 || t90 <= t10 {
-		return out, 0
+	if before, err := machineBusy(ctx, time.Second); err == nil {
+		rep.BusyBeforePct = before
+		progress("machine busy before the run: %.0f%% of %d CPUs", before, rep.CPUs)
 	}
-	return out, 0.8 * float64(total) / (t90 - t10)
+
+	e := &orderEnv{o: o, cfg: cfg, conns: conns, tel: tel, rdb: conns.Redis, dsn: dsn, runID: runID, activity: activityID,
+		ncpu: runtime.NumCPU(), pgbench: pgbPath, quiet: quiet, progress: progress, report: rep}
+	runErr := e.run(ctx)
+	if runErr != nil {
+		rep.Failures = append(rep.Failures, runErr.Error())
+	}
+	e.ratios()
+	if o.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		rep.WriteText(stdout)
+	}
+	if len(rep.Failures) > 0 {
+		return fmt.Errorf("bench failed: %s", strings.Join(rep.Failures, "; "))
+	}
+	return nil
+}
+
+func (e *orderEnv) run(ctx context.Context) error {
+	legs := []int{legBaseline, legReplay}
+	if e.o.WhatIf {
+		legs = append(legs, legWhatIf)
+	}
+	for _, kind := range legs {
+		if err := e.vacuum(ctx); err != nil {
+			return err
+		}
+		if err := e.pgbenchLeg(ctx, kind); err != nil {
+			return err
+		}
+	}
+	if err := e.vacuum(ctx); err != nil {
+		return err
+	}
+	if err := e.createOrderLeg(ctx); err != nil {
+		return err
+	}
+	if err := e.reserveBacklog(ctx); err != nil {
+		return err
+	}
+	if !e.o.SkipBroker {
+		if err := e.brokerLeg(ctx); err != nil {
+			return err
+		}
+	} else {
+		e.report.Notes = append(e.report.Notes, "broker leg skipped (--skip-broker)")
+	}
+	return e.sagaLeg(ctx)
+}
+
+func (e *orderEnv) ratios() {
+	r := e.report
+	if r.PGBench != nil && r.CreateOrder != nil {
+		r.Ratios = append(r.Ratios, NewRatio("(b) CreateOrder / (a) pgbench 4 statements (tx/s)",
+			r.CreateOrder.PerS, r.PGBench.PerS, ">=", 0.80))
+		if r.Replay != nil && r.Replay.PerS > 0 && r.PGBench.PerS > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("for reference: (a') replay / (a) = %.2f (the transaction's shape); (b) / (a') = %.2f (the Go client's share)",
+				r.Replay.PerS/r.PGBench.PerS, r.CreateOrder.PerS/r.Replay.PerS))
+		}
+		if r.WhatIf != nil && r.Replay != nil && r.Replay.PerS > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("what-if: stock UPDATE last = %.2fx the replay, %.2f of (a); CreateOrder at (b)/(a') of it would be %.2f of (a)",
+				r.WhatIf.PerS/r.Replay.PerS, r.WhatIf.PerS/r.PGBench.PerS, r.WhatIf.PerS*(r.CreateOrder.PerS/r.Replay.PerS)/r.PGBench.PerS))
+		}
+		if r.PGBench.P50MS > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("p50 latency: CreateOrder %.2f ms vs pgbench %.2f ms (%.1fx)",
+				r.CreateOrder.P50MS, r.PGBench.P50MS, r.CreateOrder.P50MS/r.PGBench.P50MS))
+		}
+	}
+	if r.Sagas != nil && r.CreateOrder != nil && r.Sagas.SagasPS > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("(c) sagas/s / (b) CreateOrder tx/s = %.3f: Temporal runs the backlog %.0fx slower than PostgreSQL takes orders",
+			r.Sagas.SagasPS/r.CreateOrder.PerS, r.CreateOrder.PerS/r.Sagas.SagasPS))
+	}
+	if r.Broker != nil && r.Sagas != nil && r.Broker.ConsumePS > 0 && r.Sagas.SagasPS > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("broker consume %.0f msg/s vs sagas %.1f/s: the backlog drains at the saga rate; the broker is not the limit",
+			r.Broker.ConsumePS, r.Sagas.SagasPS))
+	}
+	type offPath struct {
+		name string
+		pct  float64
+	}
+	var legs []offPath
+	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
+		if l != nil {
+			legs = append(legs, offPath{l.Name, l.CPU.OffPathPct})
+		}
+	}
+	if r.Broker != nil {
+		legs = append(legs, offPath{"broker: produce", r.Broker.Produce.OffPathPct}, offPath{"broker: consume", r.Broker.Consume.OffPathPct})
+	}
+	if r.Sagas != nil && r.Sagas.DrainS > 0 {
+		legs = append(legs, offPath{"(c) sagas", r.Sagas.CPU.OffPathPct})
+	}
+	for _, l := range legs {
+		if l.pct >= 10 {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: off-path work used %.0f%% of the machine during the leg; its figures are understated", l.name, l.pct))
+		}
+	}
+}
+
+// pgbench legs: the baseline (a), CreateOrder's statements replayed (a'),
+// and the replay with the stock UPDATE last (what-if).
+const (
+	legBaseline = iota
+	legReplay
+	legWhatIf
+)
+
+// pgbenchLeg runs one pgbench leg on a hot SKU of its own.
+func (e *orderEnv) pgbenchLeg(ctx context.Context, kind int) error {
+	name, sku := "(a) pgbench 4 statements", orderSKUPGBench
+	switch kind {
+	case legReplay:
+		name, sku = "(a') pgbench CreateOrder's statements", orderSKUReplay
+	case legWhatIf:
+		name, sku = "what-if: (a') with stock UPDATE last", orderSKUWhatIf
+	}
+	dir, err := os.MkdirTemp("", "seckill-bench-order-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	payload, err := sampleOutboxPayload(e.activity, sku)
+	if err != nil {
+		return err
+	}
+	hash := activities.PayloadHash(sampleMessage(e.activity, sku, 1, time.Now()))
+	ps := PGBenchScript{ActivityID: e.activity, SKUID: sku, PriceCents: orderPrice,
+		ConsumerGroup: activities.OrderConsumerGroup, Topic: Topic, PayloadHash: hash, OutboxPayload: payload,
+		PaymentTimeoutSeconds: 900, StockLast: kind == legWhatIf}
+	text, err := ps.Text()
+	if kind != legBaseline {
+		text, err = ps.ReplayText()
+	}
+	if err != nil {
+		return err
+	}
+	script := filepath.Join(dir, "order.sql")
+	if err := os.WriteFile(script, []byte(text), 0o600); err != nil {
+		return err
+	}
+	pgc, err := pgx.ParseConfig(e.dsn)
+	if err != nil {
+		return err
+	}
+	args := PGBenchArgs{Path: e.pgbench, Host: pgc.Host, Port: pgc.Port, User: pgc.User, Database: pgc.Database,
+		Clients: e.o.Concurrency, Threads: min(2, e.o.Concurrency), Duration: e.o.Duration, Script: script,
+		LogPrefix: filepath.Join(dir, "tx")}
+	argv := args.Argv()
+	e.progress("%s: %s (script %s)", name, strings.Join(argv, " "), script)
+	stock0, err := e.taken(ctx, sku)
+	if err != nil {
+		return err
+	}
+	pctx, c := context.WithTimeout(ctx, e.o.Duration+2*time.Minute)
+	defer c()
+	cmd := exec.CommandContext(pctx, argv[0], argv[1:]...) // #nosec G204 -- the command and its arguments are this program's own (its binary, the stack script, the benchmark tools), not user input
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+pgc.Password, "PGAPPNAME="+orderAppPGBench)
+	if pgc.TLSConfig == nil {
+		cmd.Env = append(cmd.Env, "PGSSLMODE=disable")
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	stopWaits := e.sampleWaits(ctx, orderAppPGBench)
+	w := StartCPUWindow()
+	runErr := cmd.Run()
+	waits := stopWaits()
+	var child []ProcCPU
+	if cmd.ProcessState != nil {
+		child = []ProcCPU{{Name: "pgbench", Seconds: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}}
+	}
+	if runErr != nil {
+		return fmt.Errorf("%s: %w: %s", name, runErr, outputTail(out.String(), 800))
+	}
+	res, err := ParsePGBench(out.String())
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", name, err, outputTail(out.String(), 800))
+	}
+	cpu := w.Stop(res.Processed, e.ncpu, benchSelf, child, orderPGPath)
+	var lat []time.Duration
+	logs, _ := filepath.Glob(args.LogPrefix + ".*")
+	for _, p := range logs {
+		f, err := os.Open(p) // #nosec G304 -- a path the operator or the harness chose (a file it names on the command line, a pid or log file of the stack)
+		if err != nil {
+			return err
+		}
+		l, err := ParsePGBenchLog(f)
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", name, p, err)
+		}
+		lat = append(lat, l...)
+	}
+	stock1, err := e.taken(ctx, sku)
+	if err != nil {
+		return err
+	}
+	s := Summarize(lat)
+	leg := &OrderLeg{Name: name, Ops: res.Processed, Concurrency: e.o.Concurrency, PerS: res.TPS,
+		LatencyMeasured: len(lat) > 0, P50MS: MS(s.P50), P99MS: MS(s.P99), MeanMS: res.LatencyAvgMS, CPU: cpu, Waits: waits}
+	if res.TPS > 0 {
+		leg.ElapsedS = float64(res.Processed) / res.TPS
+	}
+	leg.Outcome = fmt.Sprintf("%d transactions, %d failed; stock taken %d; %d latencies logged; pgbench -M prepared -c %d -j %d -T %d",
+		res.Processed, res.Failed, stock1-stock0, len(lat), args.Clients, args.Threads, int((args.Duration+time.Second-1)/time.Second))
+	switch kind {
+	case legReplay:
+		e.report.Replay = leg
+	case legWhatIf:
+		e.report.WhatIf = leg
+	default:
+		e.report.PGBench = leg
+	}
+	e.progress("%s: %.0f tx/s, p50 %.2f ms, p99 %.2f ms", name, leg.PerS, leg.P50MS, leg.P99MS)
+	switch {
+	case res.Failed > 0:
+		return fmt.Errorf("%s: %d failed transactions", name, res.Failed)
+	case stock1-stock0 != res.Processed:
+		// Every transaction must have taken one unit, or the baseline did less work.
+		return fmt.Errorf("%s: %d transactions but %d units of stock taken", name, res.Processed, stock1-stock0)
+	}
+	return nil
+}
+
+// createOrderLeg is leg (b).
+func (e *orderEnv) createOrderLeg(ctx context.Context) error {
+	name := "(b) CreateOrder (activities)"
+	c := e.o.Concurrency
+	dsn, err := withAppName(e.dsn, orderAppCreate)
+	if err != nil {
+		return err
+	}
+	pool, err := pg.Open(ctx, dsn, int32(min(c, 1000))) // #nosec G115 -- bounded by min
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	verify, err := pg.Open(ctx, e.dsn, 2)
+	if err != nil {
+		return err
+	}
+	defer verify.Close()
+	acts, err := activities.New(activities.Deps{Pool: pool, Verify: verify, Redis: e.rdb, Log: e.quiet,
+		Topic: Topic, TerminalTTL: benchTTL})
+	if err != nil {
+		return err
+	}
+	warm := c * 25
+	n := warm + int(e.o.Duration.Seconds()*orderBuildRate)
+	e.progress("%s: building %d messages (%d warm-up)", name, n, warm)
+	now := time.Now()
+	msgs := make([]events.OrderCreateRequested, n)
+	for i := range msgs {
+		msgs[i] = sampleMessage(e.activity, orderSKUCreate, int64(i+1), now)
+	}
+	stock0, err := e.taken(ctx, orderSKUCreate)
+	if err != nil {
+		return err
+	}
+	if r := runCreateOrders(ctx, acts, msgs[:warm], c, time.Time{}); r.bad > 0 {
+		return fmt.Errorf("%s warm-up: %d unexpected results, e.g. %s", name, r.bad, strings.Join(r.samples, " | "))
+	}
+	e.progress("%s: %d goroutines for %s", name, c, e.o.Duration)
+	stopWaits := e.sampleWaits(ctx, orderAppCreate)
+	w := StartCPUWindow()
+	r := runCreateOrders(ctx, acts, msgs[warm:], c, time.Now().Add(e.o.Duration))
+	cpu := w.Stop(int64(r.done), e.ncpu, benchSelf, nil, orderPGPath)
+	waits := stopWaits()
+	stock1, err := e.taken(ctx, orderSKUCreate)
+	if err != nil {
+		return err
+	}
+	s := Summarize(r.lat)
+	leg := &OrderLeg{Name: name, Ops: int64(r.done), Concurrency: c, ElapsedS: r.elapsed.Seconds(),
+		LatencyMeasured: true, P50MS: MS(s.P50), P99MS: MS(s.P99), MeanMS: MS(s.Mean), CPU: cpu, Waits: waits}
+	if r.elapsed > 0 {
+		leg.PerS = float64(r.done) / r.elapsed.Seconds()
+	}
+	leg.Outcome = fmt.Sprintf("%d orders created (+%d warm-up), %d unexpected; stock taken %d; pool of %d connections",
+		r.done, warm, r.bad, stock1-stock0, c)
+	if r.exhausted {
+		leg.Outcome += "; the pre-built messages ran out before --duration"
+	}
+	e.report.CreateOrder = leg
+	e.progress("%s: %.0f tx/s, p50 %.2f ms, p99 %.2f ms", name, leg.PerS, leg.P50MS, leg.P99MS)
+	switch {
+	case r.bad > 0:
+		return fmt.Errorf("%s: %d unexpected results, e.g. %s", name, r.bad, strings.Join(r.samples, " | "))
+	case stock1-stock0 != int64(r.done+warm):
+		return fmt.Errorf("%s: %d orders but %d units of stock taken", name, r.done+warm, stock1-stock0)
+	}
+	return nil
+}
+
+// application_name of the measured connections, so the wait sampler sees
+// only them.
+const (
+	orderAppPGBench = "seckill-bench-order-pgbench"
+	orderAppCreate  = "seckill-bench-order-createorder"
+)
+
+// sampleWaits samples, every 50 ms on a connection of its own, what the
+// scratch database's backends of application app are doing (state and wait
+// event in pg_stat_activity), until the returned function is called; that
+// returns the shares. Sampling errors end it quietly (no shares).
+func (e *orderEnv) sampleWaits(ctx context.Context, app string) func() []WaitShare {
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		e.progress("wait sampler: %v (no wait shares)", err)
+		return func() []WaitShare { return nil }
+	}
+	stop, done := make(chan struct{}), make(chan map[string]int, 1)
+	go func() {
+		defer conn.Close(context.WithoutCancel(ctx))
+		counts := map[string]int{}
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- counts
+				return
+			case <-ctx.Done():
+				done <- counts
+				return
+			case <-tick.C:
+			}
+			rows, err := conn.Query(ctx, `SELECT coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, '')
+				FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1 AND pid <> pg_backend_pid()`, app)
+			if err != nil {
+				continue
+			}
+			for rows.Next() {
+				var st, wt, we string
+				if rows.Scan(&st, &wt, &we) == nil {
+					counts[WaitState(st, wt, we)]++
+				}
+			}
+			rows.Close()
+		}
+	}()
+	return func() []WaitShare {
+		close(stop)
+		return WaitShares(<-done)
+	}
+}
+
+// withAppName sets application_name in a postgres:// DSN.
+func withAppName(dsn, app string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+type createOrderRun struct {
+	done, bad int
+	lat       []time.Duration
+	elapsed   time.Duration
+	exhausted bool
+	samples   []string
+}
+
+// runCreateOrders calls CreateOrder on msgs from c goroutines until msgs
+// run out or, if end is set, end passes. Every call must create an order.
+func runCreateOrders(ctx context.Context, acts *activities.Activities, msgs []events.OrderCreateRequested, c int, end time.Time) createOrderRun {
+	var next atomic.Int64
+	var bad atomic.Int64
+	var mu sync.Mutex
+	var out createOrderRun
+	lats := make([][]time.Duration, c)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat := make([]time.Duration, 0, len(msgs)/c+1)
+			for ctx.Err() == nil && bad.Load() < 50 {
+				if !end.IsZero() && time.Now().After(end) {
+					break
+				}
+				i := next.Add(1) - 1
+				if i >= int64(len(msgs)) {
+					break
+				}
+				t0 := time.Now()
+				res, err := acts.CreateOrder(ctx, msgs[i])
+				lat = append(lat, time.Since(t0))
+				if err != nil || res.Outcome != activities.OutcomeCreated || res.Duplicate {
+					bad.Add(1)
+					mu.Lock()
+					if len(out.samples) < 5 {
+						out.samples = append(out.samples, fmt.Sprintf("%s %s dup=%v err=%v", res.Outcome, res.Reason, res.Duplicate, err))
+					}
+					mu.Unlock()
+				}
+			}
+			lats[g] = lat
+		}()
+	}
+	wg.Wait()
+	out.elapsed = time.Since(start)
+	for _, l := range lats {
+		out.lat = append(out.lat, l...)
+	}
+	out.bad = int(bad.Load())
+	out.done = len(out.lat) - out.bad
+	out.exhausted = next.Load() >= int64(len(msgs)) && !end.IsZero() && time.Now().Before(end)
+	return out
+}
+
+// reserveBacklog admits leg (c)'s reservations through lua/reserve.lua, as
+// the gateway does, so that the sagas' Redis projection has its hashes.
+func (e *orderEnv) reserveBacklog(ctx context.Context) error {
+	d, err := app.Deriver(e.cfg)
+	if err != nil {
+		return err
+	}
+	k := lua.Keys{ActivityID: e.activity, SKUID: orderSKUSagas}
+	n := e.o.Sagas
+	e.backlog = make([]reservation.Fields, n)
+	e.progress("(c) sagas: reserving the backlog of %d in Redis (lua/reserve.lua)", n)
+	t0 := time.Now()
+	var next atomic.Int64
+	var firstErr error
+	var errOnce sync.Once
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				user := int64(i + 1)
+				req := uuid.New()
+				id, err := d.ForRequest(0, e.activity, orderSKUSagas, user, req)
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				nowMS := time.Now().UnixMilli()
+				res, err := lua.Reserve.Run(ctx, e.rdb, []string{k.Counter(), k.Meta(), k.Reservation(id.ReservationID.String()),
+					k.Request(user, req.String()), k.User(user), k.SendDue()},
+					id.ReservationID.String(), id.MessageID.String(), req.String(), user, e.activity, orderSKUSagas, nowMS,
+					id.KeyVersion, ids.SchemaVersion, benchTTL.Milliseconds(), nowMS+24*time.Hour.Milliseconds()).Slice()
+				if err == nil && (len(res) < 3 || res[0] != int64(1)) {
+					err = fmt.Errorf("reserve user %d: %v", user, res)
+				}
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				e.backlog[i] = reservation.Fields{ReservationID: id.ReservationID, MessageID: id.MessageID, RequestID: req,
+					ActivityID: e.activity, SKUID: orderSKUSagas, UserID: user, SchemaVersion: ids.SchemaVersion,
+					KeyVersion: id.KeyVersion, ReservedAtMS: nowMS, DeadlineMS: res[2].(int64)}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("reserve backlog: %w", firstErr)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e.report.Sagas = &SagaLeg{Sagas: n, Starters: e.o.Starters, ReserveS: time.Since(t0).Seconds()}
+	return nil
+}
+
+// orderBenchGroup is the consumer group of the broker leg: one group for
+// every run (each run reads its own topic from the first offset).
+const orderBenchGroup = "seckill-bench-order"
+
+// brokerLeg sends the backlog's messages with the gateway's send code
+// (reservation.Send) to a topic of this run, created on the broker for the
+// leg and deleted after it, then consumes them back with the project's
+// consumer (mq.NewConsumer, as the saga starter does) and a handler that
+// only counts. A topic of its own is the only way a consumer reads just
+// this run's messages: a new group on a shared topic starts at the topic's
+// first offset (the whole history), whatever the start position asked for.
+func (e *orderEnv) brokerLeg(ctx context.Context) error {
+	n := len(e.backlog)
+	topic := "seckill_bench_order_" + e.runID
+	leg := &BrokerLeg{Messages: n, Producers: e.o.Concurrency, ConsumerConcurrency: e.cfg.ConsumerConcurrency,
+		Group: orderBenchGroup + " on topic " + topic}
+	e.report.Broker = leg
+	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(e.cfg.RocketMQNameServers)))
+	if err != nil {
+		return fmt.Errorf("broker: admin client: %w", err)
+	}
+	defer adm.Close()
+	cctx, c := context.WithTimeout(ctx, 15*time.Second)
+	err = adm.CreateTopic(cctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(e.o.BrokerAddr),
+		admin.WithReadQueueNums(8), admin.WithWriteQueueNums(8))
+	c()
+	if err != nil {
+		return fmt.Errorf("broker: create topic %s on %s (--broker-addr, or --skip-broker): %w", topic, e.o.BrokerAddr, err)
+	}
+	defer func() {
+		dctx, c := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer c()
+		if err := adm.DeleteTopic(dctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(e.o.BrokerAddr),
+			admin.WithNameSrvAddr(e.cfg.RocketMQNameServers)); err != nil {
+			e.progress("broker: delete topic %s: %v (delete it with mqadmin deleteTopic)", topic, err)
+			return
+		}
+		e.progress("broker: topic %s deleted", topic)
+	}()
+	// Probe until the new topic's route reaches the producer.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pctx, c := context.WithTimeout(ctx, 5*time.Second)
+		_, err := e.conns.Producer.Send(pctx, mq.Message{Topic: topic, Key: "bench-probe", ID: uuid.NewString(),
+			Tag: "BENCH_PROBE", Body: []byte(`{"bench_probe":true}`)})
+		c()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("broker: topic %s never became writable: %w", topic, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	e.progress("broker: sending %d ORDER_CREATE_REQUESTED to %s from %d goroutines", n, topic, e.o.Concurrency)
+	w := StartCPUWindow()
+	t0 := time.Now()
+	var next, failed atomic.Int64
+	var sample atomic.Value
+	var wg sync.WaitGroup
+	for range e.o.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if outcome, text := reservation.Send(ctx, e.conns.Producer, topic, e.backlog[i]); outcome != reservation.OutcomePublished {
+					failed.Add(1)
+					sample.Store(outcome + ": " + text)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	leg.ProduceS = time.Since(t0).Seconds()
+	leg.ProducePS = float64(n) / leg.ProduceS
+	leg.Produce = w.Stop(int64(n), e.ncpu, benchSelf, nil, orderBrokerPath)
+	if f := failed.Load(); f > 0 {
+		leg.Outcome = fmt.Sprintf("%d of %d sends failed", f, n)
+		return fmt.Errorf("broker: %d of %d sends failed, e.g. %v", f, n, sample.Load())
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e.progress("broker: sent %d in %.1f s (%.0f/s); consuming them back (group %s)", n, leg.ProduceS, leg.ProducePS, orderBenchGroup)
+
+	want := make(map[string]int, n)
+	for i, f := range e.backlog {
+		want[f.MessageID.String()] = i
+	}
+	seen := make([]atomic.Bool, n)
+	var got, dup, foreign atomic.Int64
+	all := make(chan struct{})
+	var allOnce sync.Once
+	cons, err := mq.NewConsumer(e.cfg.RocketMQNameServers, orderBenchGroup, topic, func(_ context.Context, d mq.Delivered) error {
+		i, ok := want[d.ID]
+		switch {
+		case !ok:
+			foreign.Add(1) // the probe
+		case seen[i].Swap(true):
+			dup.Add(1)
+		default:
+			if got.Add(1) == int64(n) {
+				allOnce.Do(func() { close(all) })
+			}
+		}
+		return nil
+	}, mq.ConsumerOptions{Concurrency: e.cfg.ConsumerConcurrency})
+	if err != nil {
+		return fmt.Errorf("broker: consumer: %w", err)
+	}
+	w = StartCPUWindow()
+	t1 := time.Now()
+	if err := cons.Start(); err != nil {
+		return fmt.Errorf("broker: start consumer: %w", err)
+	}
+	defer func() {
+		if err := cons.Close(); err != nil {
+			e.progress("broker: consumer close: %v", err)
+		}
+	}()
+	last, lastAt := int64(0), time.Now()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-all:
+			break wait
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			if g := got.Load(); g != last {
+				last, lastAt = g, time.Now()
+			} else if time.Since(lastAt) > time.Minute {
+				leg.Outcome = fmt.Sprintf("consumed %d of %d, then nothing for a minute", g, n)
+				return fmt.Errorf("broker: %s", leg.Outcome)
+			}
+		}
+	}
+	leg.ConsumeS = time.Since(t1).Seconds()
+	leg.ConsumePS = float64(n) / leg.ConsumeS
+	leg.Consume = w.Stop(int64(n), e.ncpu, benchSelf, nil, orderBrokerPath)
+	leg.Outcome = fmt.Sprintf("sent %d (all PUBLISHED), received %d once each (%d redeliveries, %d probe); the consume time includes the consumer's start and first rebalance",
+		n, got.Load(), dup.Load(), foreign.Load())
+	e.progress("broker: consumed %d in %.1f s (%.0f/s)", n, leg.ConsumeS, leg.ConsumePS)
+	return nil
+}
+
+// sagaLeg is leg (c).
+func (e *orderEnv) sagaLeg(ctx context.Context) error {
+	leg := e.report.Sagas
+	n := len(e.backlog)
+	st, err := sagastarter.New(e.conns.Pool, e.conns.Temporal, e.cfg.TemporalTaskQueue, prometheus.NewRegistry(), e.quiet)
+	if err != nil {
+		return err
+	}
+	bodies := make([][]byte, n)
+	for i, f := range e.backlog {
+		if bodies[i], err = json.Marshal(f.Message()); err != nil {
+			return err
+		}
+	}
+
+	// The saga worker, composed like `seckill worker --parts saga`.
+	wctx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+	werr := make(chan error, 1)
+	go func() {
+		werr <- app.RunWorkers(wctx, e.cfg, e.conns, []string{app.PartSaga}, e.tel, &failpoint.Set{}, e.quiet)
+	}()
+	defer func() {
+		stopWorker()
+		select {
+		case <-werr:
+		case <-time.After(30 * time.Second):
+			e.progress("(c) sagas: worker did not stop within 30 s")
+		}
+	}()
+	// Terminate the sagas that were started: they wait for payment.
+	defer e.terminateSagas(ctx)
+	select { // let the worker's pollers come up; not part of the drain
+	case err := <-werr:
+		return fmt.Errorf("saga worker: %w", err)
+	case <-time.After(2 * time.Second):
+	}
+
+	e.progress("(c) sagas: starting %d sagas on task queue %s from %d goroutines (saga starter code)", n, e.cfg.TemporalTaskQueue, e.o.Starters)
+	w := StartCPUWindow()
+	t0 := time.Now()
+	var next, started, failed atomic.Int64
+	var sample atomic.Value
+	startsDone := make(chan struct{})
+	var startWG sync.WaitGroup
+	for range e.o.Starters {
+		startWG.Add(1)
+		go func() {
+			defer startWG.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				f := e.backlog[i]
+				d := mq.Delivered{Topic: Topic, Key: f.ReservationID.String(), Tag: "ORDER_CREATE_REQUESTED",
+					ID: f.MessageID.String(), Body: bodies[i], BrokerMsgID: "bench-" + f.MessageID.String()}
+				var err error
+				for attempt := 0; attempt < 5; attempt++ { // a redelivery, as the broker would
+					if err = st.Handle(ctx, d); err == nil || ctx.Err() != nil {
+						break
+					}
+					time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+				}
+				if err != nil {
+					failed.Add(1)
+					sample.Store(err.Error())
+					continue
+				}
+				started.Add(1)
+				e.mu.Lock()
+				e.startedIDs = append(e.startedIDs, workflows.ReservationWorkflowID(f.ReservationID.String()))
+				e.mu.Unlock()
+			}
+		}()
+	}
+	var startS atomic.Int64
+	go func() {
+		startWG.Wait()
+		startS.Store(int64(time.Since(t0)))
+		close(startsDone)
+	}()
+
+	k := lua.Keys{ActivityID: e.activity, SKUID: orderSKUSagas}
+	var at []float64
+	var done []int64
+	var created, projected, other int64
+	var createdAt time.Duration
+	lastProgress, lastChange, lastCreated := time.Now(), time.Now(), int64(-1)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			leg.Outcome = fmt.Sprintf("stopped by the timeout: %d of %d orders created, %d projected", created, n, projected)
+			return fmt.Errorf("(c) sagas: %s", leg.Outcome)
+		case err := <-werr:
+			return fmt.Errorf("(c) sagas: worker stopped: %v", err)
+		case <-tick.C:
+		}
+		var err error
+		created, other, err = e.reservationCounts(ctx)
+		if err != nil {
+			return err
+		}
+		vals, err := e.rdb.HMGet(ctx, k.Counter(), "committed").Result()
+		if err != nil {
+			return err
+		}
+		projected = toInt64(vals[0])
+		el := time.Since(t0)
+		at, done = append(at, el.Seconds()), append(done, created)
+		if created == int64(n) && createdAt == 0 {
+			createdAt = el
+		}
+		if created != lastCreated {
+			lastCreated, lastChange = created, time.Now()
+		}
+		if f := failed.Load(); f > 0 {
+			select {
+			case <-startsDone:
+				leg.Outcome = fmt.Sprintf("%d of %d starts failed", f, n)
+				return fmt.Errorf("(c) sagas: %d of %d starts failed, e.g. %v", f, n, sample.Load())
+			default:
+			}
+		}
+		if created == int64(n) && projected >= int64(n) {
+			break
+		}
+		if other > 0 {
+			leg.Outcome = fmt.Sprintf("%d reservations ended in another status than ORDER_CREATED", other)
+			return fmt.Errorf("(c) sagas: %s (see inventory_reservation in %s)", leg.Outcome, e.report.Database)
+		}
+		if time.Since(lastChange) > orderStall {
+			leg.Outcome = fmt.Sprintf("no order created for %s: %d of %d created, %d started", orderStall, created, n, started.Load())
+			return fmt.Errorf("(c) sagas: %s", leg.Outcome)
+		}
+		if time.Since(lastProgress) >= 5*time.Second {
+			e.progress("(c) sagas: t=%.0fs started %d, orders created %d, projected %d of %d", el.Seconds(), started.Load(), created, projected, n)
+			lastProgress = time.Now()
+		}
+	}
+	drain := time.Since(t0)
+	<-startsDone
+	leg.CPU = w.Stop(int64(n), e.ncpu, benchSelf, nil, orderSagaPath)
+	leg.StartS = time.Duration(startS.Load()).Seconds()
+	leg.StartsPS = float64(n) / leg.StartS
+	leg.CreatedS, leg.DrainS = createdAt.Seconds(), drain.Seconds()
+	leg.SagasPS = float64(n) / leg.DrainS
+	leg.Milestones, leg.SteadyPS = Milestones(at, done, int64(n))
+	leg.Outcome = fmt.Sprintf("%d reserved in Redis in %.1f s (not timed); %d sagas started in %.1f s; all %d orders created after %.1f s and projected (committed %d, open_reserved 0) after %.1f s; milestones %s",
+		n, leg.ReserveS, started.Load(), leg.StartS, n, leg.CreatedS, projected, leg.DrainS, milestoneText(leg.Milestones))
+	e.progress("(c) sagas: drained %d in %.1f s: %.1f sagas/s (steady %.1f/s), starts %.0f/s", n, leg.DrainS, leg.SagasPS, leg.SteadyPS, leg.StartsPS)
+	open, err := e.rdb.HGet(ctx, k.Counter(), "open_reserved").Int64()
+	if err != nil {
+		return err
+	}
+	if open != 0 {
+		return fmt.Errorf("(c) sagas: Redis open_reserved is %d after the drain, want 0", open)
+	}
+	return nil
+}
+
+// terminateSagas ends the started sagas (they wait for payment) from a
+// bounded pool; it runs even after a failure or the timeout. Each is deleted
+// (DeleteWorkflowExecution terminates a running workflow, then removes its
+// history and visibility record), so a run does not leave 10,000 histories
+// in the Temporal server's database for the namespace's retention; where
+// deletion is refused it is terminated.
+func (e *orderEnv) terminateSagas(ctx context.Context) {
+	e.mu.Lock()
+	wids := append([]string(nil), e.startedIDs...)
+	e.mu.Unlock()
+	if len(wids) == 0 {
+		return
+	}
+	tctx, c := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer c()
+	e.progress("(c) sagas: deleting (terminating) %d sagas", len(wids))
+	t0 := time.Now()
+	var next, ok, failed atomic.Int64
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for tctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= len(wids) {
+					return
+				}
+				_, err := e.conns.Temporal.WorkflowService().DeleteWorkflowExecution(tctx, &workflowservice.DeleteWorkflowExecutionRequest{
+					Namespace: e.cfg.TemporalNamespace, WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: wids[i]}})
+				if err != nil && !isNotFound(err) {
+					err = e.conns.Temporal.TerminateWorkflow(tctx, wids[i], "", "seckill bench order: measured; clean-up")
+				}
+				var nf *serviceerror.NotFound
+				if err == nil || errors.As(err, &nf) {
+					ok.Add(1)
+				} else {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if leg := e.report.Sagas; leg != nil {
+		leg.TerminateS, leg.Terminated = time.Since(t0).Seconds(), int(ok.Load())
+	}
+	e.progress("(c) sagas: deleted %d in %.1f s (%d failed)", ok.Load(), time.Since(t0).Seconds(), failed.Load())
+	if failed.Load() > 0 {
+		e.report.Notes = append(e.report.Notes, fmt.Sprintf("%d sagas could not be terminated: they cancel themselves when their payment timer fires (15 min)", failed.Load()))
+	}
+}
+
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}
+
+// vacuum runs VACUUM on sku_inventory between the PostgreSQL legs, so that
+// every leg starts from the same state: the legs' hot SKU rows share one
+// heap page, and the tens of thousands of updates of one leg would leave
+// dead row versions there for the next leg to step over. The other tables
+// are left alone: vacuuming (or analyzing) a table while it is still empty
+// records 0 rows in its statistics, and the prepared statements' generic
+// plans then scan it sequentially as it grows during the leg.
+func (e *orderEnv) vacuum(ctx context.Context) error {
+	_, err := e.conns.Pool.Exec(ctx, `VACUUM sku_inventory`)
+	if err != nil {
+		return fmt.Errorf("vacuum between legs: %w", err)
+	}
+	return nil
+}
+
+// reservationCounts counts leg (c)'s reservations in PostgreSQL: created
+// orders, and any that ended otherwise (rejected, compensated, manual).
+func (e *orderEnv) reservationCounts(ctx context.Context) (created, other int64, err error) {
+	err = e.conns.Pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE status = 'ORDER_CREATED'),
+		       count(*) FILTER (WHERE status NOT IN ('ORDER_CREATED', 'RESERVED'))
+		FROM inventory_reservation WHERE activity_id = $1 AND sku_id = $2`, e.activity, orderSKUSagas).Scan(&created, &other)
+	return created, other, err
+}
+
+// taken is the stock taken from a SKU so far (initial - available).
+func (e *orderEnv) taken(ctx context.Context, sku int64) (int64, error) {
+	var n int64
+	err := e.conns.Pool.QueryRow(ctx, `SELECT initial_stock - available_stock FROM sku_inventory WHERE activity_id = $1 AND sku_id = $2`,
+		e.activity, sku).Scan(&n)
+	return n, err
+}
+
+// sampleMessage is an ORDER_CREATE_REQUESTED as the gateway builds it, with
+// random ids (CreateOrder needs only PostgreSQL: no Redis reservation).
+func sampleMessage(activityID, skuID, userID int64, now time.Time) events.OrderCreateRequested {
+	return reservation.Fields{ReservationID: uuid.New(), MessageID: uuid.New(), RequestID: uuid.New(),
+		ActivityID: activityID, SKUID: skuID, UserID: userID, SchemaVersion: ids.SchemaVersion, KeyVersion: 1,
+		ReservedAtMS: now.UnixMilli(), DeadlineMS: now.Add(time.Hour).UnixMilli()}.Message()
+}
+
+// sampleOutboxPayload is an ORDER_CREATED payload as CreateOrder writes it
+// (outbox.Insert adds event_id, event_type, schema_version).
+func sampleOutboxPayload(activityID, skuID int64) ([]byte, error) {
+	oid, rid := uuid.New(), uuid.New()
+	p := map[string]any{"order_id": oid, "reservation_id": rid, "activity_id": activityID, "sku_id": skuID,
+		"user_id": int64(123456789), "amount_cents": orderPrice, "expires_at": time.Now().Add(15 * time.Minute),
+		"event_id": outbox.EventID("ORDER_CREATED", oid), "event_type": "ORDER_CREATED", "schema_version": 1}
+	return json.Marshal(p)
+}
+
+func milestoneText(m map[string]float64) string {
+	var parts []string
+	for _, k := range []string{"10%", "50%", "90%", "100%"} {
+		if v, ok := m[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.1fs", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func toInt64(v any) int64 {
+	var n int64
+	if s, ok := v.(string); ok {
+		_, _ = fmt.Sscan(s, &n)
+	}
+	return n
+}
+
+func randInt63n(n int64) int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	v := int64(0)
+	for _, x := range b {
+		v = v<<8 | int64(x)
+	}
+	if v < 0 {
+		v = -(v + 1)
+	}
+	return v % n
+}
+
+// withDBName returns dsn with its database replaced.
+func withDBName(dsn, db string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return "", fmt.Errorf("SECKILL_PG_DSN must be a postgres:// URL for the scratch database: %v", err)
+	}
+	u.Path = "/" + db
+	return u.String(), nil
+}
+
+// execAdmin runs one statement on a fresh connection to dsn.
+func execAdmin(ctx context.Context, dsn, sql string) error {
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	_, err = c.Exec(ctx, sql)
+	return err
+}
+
+// findPGBench resolves --pgbench: the given path, else pgbench on PATH, else
+// the newest Debian/Ubuntu PostgreSQL installation's.
+func findPGBench(flag string) (string, error) {
+	if flag != "" {
+		p, err := exec.LookPath(flag)
+		if err != nil {
+			return "", fmt.Errorf("--pgbench %s: %w", flag, err)
+		}
+		return p, nil
+	}
+	if p, err := exec.LookPath("pgbench"); err == nil {
+		return p, nil
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pgbench")
+	best, bestVer := "", -1
+	for _, p := range found {
+		var v int
+		if _, err := fmt.Sscan(filepath.Base(filepath.Dir(filepath.Dir(p))), &v); err == nil && v > bestVer {
+			best, bestVer = p, v
+		}
+	}
+	if best == "" {
+		return "", errors.New("pgbench not found on PATH or in /usr/lib/postgresql/*/bin: pass --pgbench")
+	}
+	return best, nil
+}
+
+// commandVersion is the first line of `path --version`.
+func commandVersion(ctx context.Context, path string) string {
+	vctx, c := context.WithTimeout(ctx, 5*time.Second)
+	defer c()
+	out, err := exec.CommandContext(vctx, path, "--version").Output()
+	if err != nil {
+		return filepath.Base(path) + " (version unknown)"
+	}
+	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+}
+
+func outputTail(s string, n int) string {
+	if len(s) <= n {
+		return strings.TrimSpace(s)
+	}
+	return "..." + strings.TrimSpace(s[len(s)-n:])
 }
