@@ -1,0 +1,325 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/workers/sagastarter"
+	"github.com/seckill/seckill/workflows"
+)
+
+// reserveBacklog admits leg (c)'s reservations through lua/reserve.lua, as
+// the gateway does, so that the sagas' Redis projection has its hashes.
+func (e *orderEnv) reserveBacklog(ctx context.Context) error {
+	d, err := app.Deriver(e.cfg)
+	if err != nil {
+		return err
+	}
+	k := lua.Keys{ActivityID: e.activity, SKUID: orderSKUSagas}
+	n := e.o.Sagas
+	e.backlog = make([]reservation.Fields, n)
+	e.progress("(c) sagas: reserving the backlog of %d in Redis (lua/reserve.lua)", n)
+	t0 := time.Now()
+	var next atomic.Int64
+	var firstErr error
+	var errOnce sync.Once
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				user := int64(i + 1)
+				req := uuid.New()
+				id, err := d.ForRequest(0, e.activity, orderSKUSagas, user, req)
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				nowMS := time.Now().UnixMilli()
+				res, err := lua.Reserve.Run(ctx, e.rdb, []string{k.Counter(), k.Meta(), k.Reservation(id.ReservationID.String()),
+					k.Request(user, req.String()), k.User(user), k.SendDue()},
+					id.ReservationID.String(), id.MessageID.String(), req.String(), user, e.activity, orderSKUSagas, nowMS,
+					id.KeyVersion, ids.SchemaVersion, benchTTL.Milliseconds(), nowMS+24*time.Hour.Milliseconds()).Slice()
+				if err == nil && (len(res) < 3 || res[0] != int64(1)) {
+					err = fmt.Errorf("reserve user %d: %v", user, res)
+				}
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				e.backlog[i] = reservation.Fields{ReservationID: id.ReservationID, MessageID: id.MessageID, RequestID: req,
+					ActivityID: e.activity, SKUID: orderSKUSagas, UserID: user, SchemaVersion: ids.SchemaVersion,
+					KeyVersion: id.KeyVersion, ReservedAtMS: nowMS, DeadlineMS: res[2].(int64)}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("reserve backlog: %w", firstErr)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e.report.Sagas = &SagaLeg{Sagas: n, Starters: e.o.Starters, ReserveS: time.Since(t0).Seconds()}
+	return nil
+}
+
+// sagaLeg is leg (c).
+func (e *orderEnv) sagaLeg(ctx context.Context) error {
+	leg := e.report.Sagas
+	n := len(e.backlog)
+	st, err := sagastarter.New(e.conns.Pool, e.conns.Temporal, e.cfg.TemporalTaskQueue, prometheus.NewRegistry(), e.quiet)
+	if err != nil {
+		return err
+	}
+	bodies := make([][]byte, n)
+	for i, f := range e.backlog {
+		if bodies[i], err = json.Marshal(f.Message()); err != nil {
+			return err
+		}
+	}
+
+	// The saga worker, composed like `seckill worker --parts saga`.
+	wctx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+	werr := make(chan error, 1)
+	go func() {
+		werr <- app.RunWorkers(wctx, e.cfg, e.conns, []string{app.PartSaga}, e.tel, &failpoint.Set{}, e.quiet)
+	}()
+	defer func() {
+		stopWorker()
+		select {
+		case <-werr:
+		case <-time.After(30 * time.Second):
+			e.progress("(c) sagas: worker did not stop within 30 s")
+		}
+	}()
+	// Terminate the sagas that were started: they wait for payment.
+	defer e.terminateSagas(ctx)
+	select { // let the worker's pollers come up; not part of the drain
+	case err := <-werr:
+		return fmt.Errorf("saga worker: %w", err)
+	case <-time.After(2 * time.Second):
+	}
+
+	e.progress("(c) sagas: starting %d sagas on task queue %s from %d goroutines (saga starter code)", n, e.cfg.TemporalTaskQueue, e.o.Starters)
+	w := StartCPUWindow()
+	t0 := time.Now()
+	var next, started, failed atomic.Int64
+	var sample atomic.Value
+	startsDone := make(chan struct{})
+	var startWG sync.WaitGroup
+	for range e.o.Starters {
+		startWG.Add(1)
+		go func() {
+			defer startWG.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				f := e.backlog[i]
+				d := mq.Delivered{Topic: Topic, Key: f.ReservationID.String(), Tag: "ORDER_CREATE_REQUESTED",
+					ID: f.MessageID.String(), Body: bodies[i], BrokerMsgID: "bench-" + f.MessageID.String()}
+				var err error
+				for attempt := 0; attempt < 5; attempt++ { // a redelivery, as the broker would
+					if err = st.Handle(ctx, d); err == nil || ctx.Err() != nil {
+						break
+					}
+					time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+				}
+				if err != nil {
+					failed.Add(1)
+					sample.Store(err.Error())
+					continue
+				}
+				started.Add(1)
+				e.mu.Lock()
+				e.startedIDs = append(e.startedIDs, workflows.ReservationWorkflowID(f.ReservationID.String()))
+				e.mu.Unlock()
+			}
+		}()
+	}
+	var startS atomic.Int64
+	go func() {
+		startWG.Wait()
+		startS.Store(int64(time.Since(t0)))
+		close(startsDone)
+	}()
+
+	k := lua.Keys{ActivityID: e.activity, SKUID: orderSKUSagas}
+	var at []float64
+	var done []int64
+	var created, projected, other int64
+	var createdAt time.Duration
+	lastProgress, lastChange, lastCreated := time.Now(), time.Now(), int64(-1)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			leg.Outcome = fmt.Sprintf("stopped by the timeout: %d of %d orders created, %d projected", created, n, projected)
+			return fmt.Errorf("(c) sagas: %s", leg.Outcome)
+		case err := <-werr:
+			return fmt.Errorf("(c) sagas: worker stopped: %v", err)
+		case <-tick.C:
+		}
+		var err error
+		created, other, err = e.reservationCounts(ctx)
+		if err != nil {
+			return err
+		}
+		vals, err := e.rdb.HMGet(ctx, k.Counter(), "committed").Result()
+		if err != nil {
+			return err
+		}
+		projected = toInt64(vals[0])
+		el := time.Since(t0)
+		at, done = append(at, el.Seconds()), append(done, created)
+		if created == int64(n) && createdAt == 0 {
+			createdAt = el
+		}
+		if created != lastCreated {
+			lastCreated, lastChange = created, time.Now()
+		}
+		if f := failed.Load(); f > 0 {
+			select {
+			case <-startsDone:
+				leg.Outcome = fmt.Sprintf("%d of %d starts failed", f, n)
+				return fmt.Errorf("(c) sagas: %d of %d starts failed, e.g. %v", f, n, sample.Load())
+			default:
+			}
+		}
+		if created == int64(n) && projected >= int64(n) {
+			break
+		}
+		if other > 0 {
+			leg.Outcome = fmt.Sprintf("%d reservations ended in another status than ORDER_CREATED", other)
+			return fmt.Errorf("(c) sagas: %s (see inventory_reservation in %s)", leg.Outcome, e.report.Database)
+		}
+		if time.Since(lastChange) > orderStall {
+			leg.Outcome = fmt.Sprintf("no order created for %s: %d of %d created, %d started", orderStall, created, n, started.Load())
+			return fmt.Errorf("(c) sagas: %s", leg.Outcome)
+		}
+		if time.Since(lastProgress) >= 5*time.Second {
+			e.progress("(c) sagas: t=%.0fs started %d, orders created %d, projected %d of %d", el.Seconds(), started.Load(), created, projected, n)
+			lastProgress = time.Now()
+		}
+	}
+	drain := time.Since(t0)
+	<-startsDone
+	leg.CPU = w.Stop(int64(n), e.ncpu, benchSelf, nil, orderSagaPath)
+	leg.StartS = time.Duration(startS.Load()).Seconds()
+	leg.StartsPS = float64(n) / leg.StartS
+	leg.CreatedS, leg.DrainS = createdAt.Seconds(), drain.Seconds()
+	leg.SagasPS = float64(n) / leg.DrainS
+	leg.Milestones, leg.SteadyPS = Milestones(at, done, int64(n))
+	leg.Outcome = fmt.Sprintf("%d reserved in Redis in %.1f s (not timed); %d sagas started in %.1f s; all %d orders created after %.1f s and projected (committed %d, open_reserved 0) after %.1f s; milestones %s",
+		n, leg.ReserveS, started.Load(), leg.StartS, n, leg.CreatedS, projected, leg.DrainS, milestoneText(leg.Milestones))
+	e.progress("(c) sagas: drained %d in %.1f s: %.1f sagas/s (steady %.1f/s), starts %.0f/s", n, leg.DrainS, leg.SagasPS, leg.SteadyPS, leg.StartsPS)
+	open, err := e.rdb.HGet(ctx, k.Counter(), "open_reserved").Int64()
+	if err != nil {
+		return err
+	}
+	if open != 0 {
+		return fmt.Errorf("(c) sagas: Redis open_reserved is %d after the drain, want 0", open)
+	}
+	return nil
+}
+
+// terminateSagas ends the started sagas (they wait for payment) from a
+// bounded pool; it runs even after a failure or the timeout. Each is deleted
+// (DeleteWorkflowExecution terminates a running workflow, then removes its
+// history and visibility record), so a run does not leave 10,000 histories
+// in the Temporal server's database for the namespace's retention; where
+// deletion is refused it is terminated.
+func (e *orderEnv) terminateSagas(ctx context.Context) {
+	e.mu.Lock()
+	wids := append([]string(nil), e.startedIDs...)
+	e.mu.Unlock()
+	if len(wids) == 0 {
+		return
+	}
+	tctx, c := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer c()
+	e.progress("(c) sagas: deleting (terminating) %d sagas", len(wids))
+	t0 := time.Now()
+	var next, ok, failed atomic.Int64
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for tctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= len(wids) {
+					return
+				}
+				_, err := e.conns.Temporal.WorkflowService().DeleteWorkflowExecution(tctx, &workflowservice.DeleteWorkflowExecutionRequest{
+					Namespace: e.cfg.TemporalNamespace, WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: wids[i]}})
+				if err != nil && !isNotFound(err) {
+					err = e.conns.Temporal.TerminateWorkflow(tctx, wids[i], "", "seckill bench order: measured; clean-up")
+				}
+				var nf *serviceerror.NotFound
+				if err == nil || errors.As(err, &nf) {
+					ok.Add(1)
+				} else {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if leg := e.report.Sagas; leg != nil {
+		leg.TerminateS, leg.Terminated = time.Since(t0).Seconds(), int(ok.Load())
+	}
+	e.progress("(c) sagas: deleted %d in %.1f s (%d failed)", ok.Load(), time.Since(t0).Seconds(), failed.Load())
+	if failed.Load() > 0 {
+		e.report.Notes = append(e.report.Notes, fmt.Sprintf("%d sagas could not be terminated: they cancel themselves when their payment timer fires (15 min)", failed.Load()))
+	}
+}
+
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}
+
+func milestoneText(m map[string]float64) string {
+	var parts []string
+	for _, k := range []string{"10%", "50%", "90%", "100%"} {
+		if v, ok := m[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.1fs", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func toInt64(v any) int64 {
+	var n int64
+	if s, ok := v.(string); ok {
+		_, _ = fmt.Sscan(s, &n)
+	}
+	return n
+}
