@@ -134,3 +134,34 @@ func memTotalGiB() float64 {
 	}
 	return 0
 }
+
+// waitForIdle waits up to d for the machine to be under 20% busy (shared
+// machines); it starts anyway after d.
+func waitForIdle(ctx context.Context, d time.Duration, progress func(string, ...any)) {
+	if d <= 0 {
+		return
+	}
+	deadline := time.Now().Add(d)
+	for {
+		busy, err := machineBusy(ctx, 2*time.Second)
+		if err != nil || busy < 20 {
+			return
+		}
+		if time.Now().After(deadline) {
+			progress("machine still %.0f%% busy after --wait-idle %s: starting anyway", busy, d)
+			return
+		}
+		progress("machine %.0f%% busy: waiting for it to quieten", busy)
+	}
+}
+
+// busyBefore measures how busy the machine is over a second before the run
+// (0 if it cannot tell).
+func busyBefore(ctx context.Context, cpus int, progress func(string, ...any)) float64 {
+	before, err := machineBusy(ctx, time.Second)
+	if err != nil {
+		return 0
+	}
+	progress("machine busy before the run: %.0f%% of %d CPUs", before, cpus)
+	return before
+}

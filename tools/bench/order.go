@@ -4,14 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -110,33 +108,13 @@ func RunOrder(ctx context.Context, sys config.Config, o OrderOptions, stdout, st
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	progress := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "bench order: "+format+"\n", args...)
-	}
+	progress := progressTo(stderr, "bench order: ")
 	pgbPath, err := findPGBench(o.PGBench)
 	if err != nil {
 		return err
 	}
 	cfg := sys
-	pgc, err := pgx.ParseConfig(cfg.PostgresDSN)
-	if err != nil {
-		return fmt.Errorf("SECKILL_PG_DSN: %w", err)
-	}
-	if _, _, err := loopbackAddr("SECKILL_PG_DSN", net.JoinHostPort(pgc.Host, fmt.Sprint(pgc.Port))); err != nil {
-		return err
-	}
-	if _, _, err := loopbackAddr("SECKILL_REDIS_ADDR", cfg.RedisAddr); err != nil {
-		return err
-	}
-	if _, _, err := loopbackAddr("SECKILL_TEMPORAL_ADDR", cfg.TemporalAddress); err != nil {
-		return err
-	}
-	for _, ns := range cfg.RocketMQNameServers {
-		if _, _, err := loopbackAddr("SECKILL_ROCKETMQ_NAMESRV", ns); err != nil {
-			return err
-		}
-	}
-	if _, _, err := loopbackAddr("--broker-addr", o.BrokerAddr); err != nil {
+	if err := orderTargets(cfg, o); err != nil {
 		return err
 	}
 
@@ -148,29 +126,12 @@ func RunOrder(ctx context.Context, sys config.Config, o OrderOptions, stdout, st
 	}
 	runID := hex.EncodeToString(rb[:])
 
-	// The scratch database: created as the seckill role (it has CREATEDB),
-	// migrated like any seckill database, dropped at the end.
 	dbName := "seckill_bench_" + runID
-	dsn, err := withDBName(cfg.PostgresDSN, dbName)
+	dsn, drop, err := scratchDatabase(ctx, cfg.PostgresDSN, dbName, o.Keep, progress)
 	if err != nil {
 		return err
 	}
-	adminDSN := cfg.PostgresDSN // cfg moves to the scratch database below
-	if err := execAdmin(ctx, adminDSN, "CREATE DATABASE "+dbName); err != nil {
-		return fmt.Errorf("create scratch database (the role needs CREATEDB): %w", err)
-	}
-	progress("scratch database %s created", dbName)
-	if !o.Keep {
-		defer func() {
-			dctx, c := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer c()
-			if err := execAdmin(dctx, adminDSN, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)"); err != nil {
-				progress("drop scratch database %s failed: %v (drop it by hand)", dbName, err)
-				return
-			}
-			progress("scratch database %s dropped", dbName)
-		}()
-	}
+	defer drop()
 	if _, err := migrations.Up(ctx, dsn); err != nil {
 		return fmt.Errorf("migrate %s: %w", dbName, err)
 	}
@@ -190,9 +151,39 @@ func RunOrder(ctx context.Context, sys config.Config, o OrderOptions, stdout, st
 	}
 	defer conns.Close()
 
+	e := &orderEnv{o: o, cfg: cfg, conns: conns, tel: tel, rdb: conns.Redis, dsn: dsn, runID: runID,
+		ncpu: runtime.NumCPU(), pgbench: pgbPath, quiet: quiet, progress: progress}
+	return e.runOn(ctx, dbName, stdout)
+}
+
+// orderTargets refuses a stack that is not on this machine.
+func orderTargets(cfg config.Config, o OrderOptions) error {
+	pgc, err := pgx.ParseConfig(cfg.PostgresDSN)
+	if err != nil {
+		return fmt.Errorf("SECKILL_PG_DSN: %w", err)
+	}
+	if _, _, err := loopbackAddr("SECKILL_PG_DSN", net.JoinHostPort(pgc.Host, fmt.Sprint(pgc.Port))); err != nil {
+		return err
+	}
+	if _, _, err := loopbackAddr("SECKILL_REDIS_ADDR", cfg.RedisAddr); err != nil {
+		return err
+	}
+	if _, _, err := loopbackAddr("SECKILL_TEMPORAL_ADDR", cfg.TemporalAddress); err != nil {
+		return err
+	}
+	for _, ns := range cfg.RocketMQNameServers {
+		if _, _, err := loopbackAddr("SECKILL_ROCKETMQ_NAMESRV", ns); err != nil {
+			return err
+		}
+	}
+	_, _, err = loopbackAddr("--broker-addr", o.BrokerAddr)
+	return err
+}
+
+// orderActivity is the order bench's activity: one hot SKU per leg.
+func orderActivity(o OrderOptions, now time.Time) sale.Activity {
 	activityID := int64(900_000_000_000_000_000) + randInt63n(99_999_999_999_999_999)
-	now := time.Now().UTC().Truncate(time.Second)
-	act := sale.Activity{
+	return sale.Activity{
 		ActivityID: activityID, Name: "seckill bench order " + now.Format(time.RFC3339),
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(3 * time.Hour),
 		// The saga waits this long for payment (the bench terminates it).
@@ -207,6 +198,16 @@ func RunOrder(ctx context.Context, sys config.Config, o OrderOptions, stdout, st
 			{SKUID: orderSKUWhatIf, Stock: sale.MaxStock, PriceCents: orderPrice},
 		},
 	}
+}
+
+// runOn sets up the activity in the scratch database, runs the legs and
+// writes the report.
+func (e *orderEnv) runOn(ctx context.Context, dbName string, stdout io.Writer) error {
+	o, conns, progress := e.o, e.conns, e.progress
+	now := time.Now().UTC().Truncate(time.Second)
+	act := orderActivity(o, now)
+	activityID := act.ActivityID
+	e.activity = activityID
 	if _, err := sale.Setup(ctx, conns.Pool, conns.Redis, act); err != nil {
 		return fmt.Errorf("set up bench activity: %w", err)
 	}
@@ -233,49 +234,19 @@ func RunOrder(ctx context.Context, sys config.Config, o OrderOptions, stdout, st
 			o.Concurrency, o.Duration, o.Sagas, o.Starters, map[bool]string{true: " --skip-broker"}[o.SkipBroker],
 			map[bool]string{true: " --what-if"}[o.WhatIf]),
 		Started: now, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), MemGiB: memTotalGiB(),
-		PGBenchVersion: commandVersion(ctx, pgbPath), Database: dbName, ActivityID: activityID,
-		TaskQueue: cfg.TemporalTaskQueue, Concurrency: o.Concurrency, DurationS: o.Duration.Seconds(),
+		PGBenchVersion: commandVersion(ctx, e.pgbench), Database: dbName, ActivityID: activityID,
+		TaskQueue: e.cfg.TemporalTaskQueue, Concurrency: o.Concurrency, DurationS: o.Duration.Seconds(),
 	}
+	e.report = rep
 	_ = conns.Pool.QueryRow(ctx, `SELECT current_setting('server_version')`).Scan(&rep.PGVersion)
-	if o.WaitIdle > 0 {
-		deadline := time.Now().Add(o.WaitIdle)
-		for {
-			busy, err := machineBusy(ctx, 2*time.Second)
-			if err != nil || busy < 20 {
-				break
-			}
-			if time.Now().After(deadline) {
-				progress("machine still %.0f%% busy after --wait-idle %s: starting anyway", busy, o.WaitIdle)
-				break
-			}
-			progress("machine %.0f%% busy: waiting for it to quieten", busy)
-		}
-	}
-	if before, err := machineBusy(ctx, time.Second); err == nil {
-		rep.BusyBeforePct = before
-		progress("machine busy before the run: %.0f%% of %d CPUs", before, rep.CPUs)
-	}
+	waitForIdle(ctx, o.WaitIdle, progress)
+	rep.BusyBeforePct = busyBefore(ctx, rep.CPUs, progress)
 
-	e := &orderEnv{o: o, cfg: cfg, conns: conns, tel: tel, rdb: conns.Redis, dsn: dsn, runID: runID, activity: activityID,
-		ncpu: runtime.NumCPU(), pgbench: pgbPath, quiet: quiet, progress: progress, report: rep}
-	runErr := e.run(ctx)
-	if runErr != nil {
+	if runErr := e.run(ctx); runErr != nil {
 		rep.Failures = append(rep.Failures, runErr.Error())
 	}
 	e.ratios()
-	if o.JSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else {
-		rep.WriteText(stdout)
-	}
-	if len(rep.Failures) > 0 {
-		return fmt.Errorf("bench failed: %s", strings.Join(rep.Failures, "; "))
-	}
-	return nil
+	return writeReport(stdout, o.JSON, rep, rep.WriteText, &rep.Failures)
 }
 
 func (e *orderEnv) run(ctx context.Context) error {

@@ -127,3 +127,30 @@ func (e *orderEnv) sampleWaits(ctx context.Context, app string) func() []WaitSha
 		return WaitShares(<-done)
 	}
 }
+
+// scratchDatabase creates the scratch database dbName next to the one dsn
+// names, as the seckill role (it has CREATEDB), and returns its DSN and a
+// function that drops it (nothing with keep).
+func scratchDatabase(ctx context.Context, dsn, dbName string, keep bool, progress func(string, ...any)) (string, func(), error) {
+	scratch, err := withDBName(dsn, dbName)
+	if err != nil {
+		return "", nil, err
+	}
+	adminDSN := dsn
+	if err := execAdmin(ctx, adminDSN, "CREATE DATABASE "+dbName); err != nil {
+		return "", nil, fmt.Errorf("create scratch database (the role needs CREATEDB): %w", err)
+	}
+	progress("scratch database %s created", dbName)
+	if keep {
+		return scratch, func() {}, nil
+	}
+	return scratch, func() {
+		dctx, c := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer c()
+		if err := execAdmin(dctx, adminDSN, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)"); err != nil {
+			progress("drop scratch database %s failed: %v (drop it by hand)", dbName, err)
+			return
+		}
+		progress("scratch database %s dropped", dbName)
+	}, nil
+}

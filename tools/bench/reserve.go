@@ -2,24 +2,22 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os/exec"
 	"runtime"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/logx"
-	"github.com/seckill/seckill/internal/mq"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"
 )
@@ -97,21 +95,10 @@ func RunReserve(ctx context.Context, sys config.Config, o ReserveOptions, stdout
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	progress := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "bench: "+format+"\n", args...)
-	}
-	rbPath, err := exec.LookPath(o.RedisBenchmark)
-	if err != nil {
-		return fmt.Errorf("redis-benchmark not found (--redis-benchmark): %w", err)
-	}
-	redisHost, redisPort, err := loopbackAddr("SECKILL_REDIS_ADDR", sys.RedisAddr)
+	progress := progressTo(stderr, "bench: ")
+	rb, err := reserveTargets(sys, o)
 	if err != nil {
 		return err
-	}
-	for _, ns := range sys.RocketMQNameServers {
-		if _, _, err := loopbackAddr("SECKILL_ROCKETMQ_NAMESRV", ns); err != nil {
-			return err
-		}
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
@@ -127,32 +114,42 @@ func RunReserve(ctx context.Context, sys config.Config, o ReserveOptions, stdout
 		return err
 	}
 	defer conns.Close()
-	pool, rdb := conns.Pool, conns.Redis
-	d, err := app.Deriver(cfg)
-	if err != nil {
-		return err
-	}
-	authn, err := app.Authenticator(cfg)
-	if err != nil {
-		return err
-	}
 
 	// A missing topic would turn every gateway send into a slow failure:
 	// check it with one probe message (nobody reads the bench topic).
 	if o.Topic == Topic {
-		pctx, c := context.WithTimeout(ctx, 10*time.Second)
-		_, err := conns.Producer.Send(pctx, mq.Message{Topic: o.Topic, Key: "bench-probe", ID: uuid.NewString(),
-			Tag: "BENCH_PROBE", Body: []byte(`{"bench_probe":true}`)})
-		c()
-		if err != nil {
+		if err := probeTopic(ctx, conns.Producer, o.Topic, 10*time.Second); err != nil {
 			return fmt.Errorf("RocketMQ topic %s: %w (start the stack with `make up`, which creates it, or pass --topic)", o.Topic, err)
 		}
 	}
+	return runReserveOn(ctx, cfg, conns, o, rb, gwLog, stdout, progress)
+}
 
-	// The bench activity: a random id far above hand-made ones.
+// reserveTargets finds redis-benchmark and refuses a stack that is not on
+// this machine; the result is redis-benchmark's settings but the script.
+func reserveTargets(sys config.Config, o ReserveOptions) (RedisBenchmark, error) {
+	rbPath, err := exec.LookPath(o.RedisBenchmark)
+	if err != nil {
+		return RedisBenchmark{}, fmt.Errorf("redis-benchmark not found (--redis-benchmark): %w", err)
+	}
+	redisHost, redisPort, err := loopbackAddr("SECKILL_REDIS_ADDR", sys.RedisAddr)
+	if err != nil {
+		return RedisBenchmark{}, err
+	}
+	for _, ns := range sys.RocketMQNameServers {
+		if _, _, err := loopbackAddr("SECKILL_ROCKETMQ_NAMESRV", ns); err != nil {
+			return RedisBenchmark{}, err
+		}
+	}
+	return RedisBenchmark{Path: rbPath, Host: redisHost, Port: redisPort, Clients: o.Concurrency,
+		Requests: o.Requests, KeySpace: MaxKeySpace}, nil
+}
+
+// reserveActivity is the bench activity: a random id far above hand-made
+// ones, an in-stock SKU for each path and a sold-out SKU.
+func reserveActivity(o ReserveOptions, now time.Time) sale.Activity {
 	activityID := int64(900_000_000_000_000_000) + rand.Int64N(99_999_999_999_999_999) // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id
-	now := time.Now().UTC().Truncate(time.Second)
-	act := sale.Activity{
+	return sale.Activity{
 		ActivityID: activityID, Name: "seckill bench reserve " + now.Format(time.RFC3339),
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
 		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 600,
@@ -162,6 +159,24 @@ func RunReserve(ctx context.Context, sys config.Config, o ReserveOptions, stdout
 			{SKUID: benchSKUSoldOut, Stock: 0},
 		},
 	}
+}
+
+// runReserveOn sets up the bench activity and the gateways on the opened
+// connections, runs the cases and writes the report.
+func runReserveOn(ctx context.Context, cfg config.Config, conns *app.Conns, o ReserveOptions, rb RedisBenchmark,
+	gwLog *slog.Logger, stdout io.Writer, progress func(string, ...any)) error {
+	pool, rdb := conns.Pool, conns.Redis
+	d, err := app.Deriver(cfg)
+	if err != nil {
+		return err
+	}
+	authn, err := app.Authenticator(cfg)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	act := reserveActivity(o, now)
+	activityID := act.ActivityID
 	progress("activity %d: setting up SKUs %d (raw in-stock, stock %d), %d (HTTP in-stock, stock %d), %d (sold out)",
 		activityID, benchSKURaw, act.SKUs[0].Stock, benchSKUHTTP, act.SKUs[1].Stock, benchSKUSoldOut)
 	if _, err := sale.Setup(ctx, pool, rdb, act); err != nil {
@@ -180,94 +195,52 @@ func RunReserve(ctx context.Context, sys config.Config, o ReserveOptions, stdout
 	if err := rdb.SRem(ctx, lua.ActiveSKUs, skuMember(activityID, benchSKURaw)).Err(); err != nil {
 		return err
 	}
-
-	// The gateway, in process, built like `seckill api` (no failpoints armed).
-	// The load comes from one address: the per-address limit still counts
-	// every request (its cost is measured) but is set too high to trip. A
-	// second gateway without limits serves the sold-out case once more: the
-	// two sold-out cases' ratio is what the limits cost on the cheapest path.
-	if cfg.RateLimitIP > 0 {
-		cfg.RateLimitIP = 1 << 30
-	}
-	unlimited := cfg
-	unlimited.RateLimitIP, unlimited.RateLimitUser, unlimited.RateLimitRead = 0, 0, 0
-	tel := app.NewTelemetry()
-	gw, err := startBenchGateway(ctx, cfg, conns, tel, gwLog)
+	gw, gwOff, err := startGateways(ctx, cfg, conns, gwLog, progress)
 	if err != nil {
 		return err
 	}
 	defer gw.stop(ctx)
-	gwOff, err := startBenchGateway(ctx, unlimited, conns, app.NewTelemetry(), gwLog)
+	defer gwOff.stop(ctx)
+	bearer, err := mintBearers(authn, o.Warmup+o.Requests, progress)
 	if err != nil {
 		return err
-	}
-	defer gwOff.stop(ctx)
-	progress("gateways listening on %s (limits: user %d, address %d per %s) and %s (no limits), in process",
-		gw.base, cfg.RateLimitUser, cfg.RateLimitIP, cfg.RateLimitWindow, gwOff.base)
-
-	progress("minting %d user tokens", o.Warmup+o.Requests)
-	bearer := make([]string, o.Warmup+o.Requests)
-	for i := range bearer {
-		tok, err := authn.Mint(int64(i+1), time.Hour)
-		if err != nil {
-			return err
-		}
-		bearer[i] = "Bearer " + tok
 	}
 
 	rep := &Report{
 		Command: fmt.Sprintf("seckill bench reserve --requests %d --concurrency %d --warmup %d --topic %s",
 			o.Requests, o.Concurrency, o.Warmup, o.Topic),
 		Started: now, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), MemGiB: memTotalGiB(),
-		RedisBenchmark: Version(ctx, rbPath), ActivityID: activityID,
+		RedisBenchmark: Version(ctx, rb.Path), ActivityID: activityID,
 		Requests: o.Requests, Concurrency: o.Concurrency, Warmup: o.Warmup,
 	}
-	if o.WaitIdle > 0 {
-		deadline := time.Now().Add(o.WaitIdle)
-		for {
-			busy, err := machineBusy(ctx, 2*time.Second)
-			if err != nil || busy < 20 {
-				break
-			}
-			if time.Now().After(deadline) {
-				progress("machine still %.0f%% busy after --wait-idle %s: starting anyway", busy, o.WaitIdle)
-				break
-			}
-			progress("machine %.0f%% busy: waiting for it to quieten", busy)
-		}
-	}
-	if before, err := machineBusy(ctx, time.Second); err == nil {
-		rep.BusyBeforePct = before
-		progress("machine busy before the run: %.0f%% of %d CPUs", before, rep.CPUs)
-	}
+	waitForIdle(ctx, o.WaitIdle, progress)
+	rep.BusyBeforePct = busyBefore(ctx, rep.CPUs, progress)
 	if info, err := rdb.InfoMap(ctx, "server").Result(); err == nil {
 		rep.RedisVersion = info["Server"]["redis_version"]
 	}
-	e := &benchEnv{o: o, rdb: rdb, activity: activityID, keyVer: d.CurrentVersion(), ncpu: runtime.NumCPU(),
-		rb: RedisBenchmark{Path: rbPath, Host: redisHost, Port: redisPort, Clients: o.Concurrency,
-			Requests: o.Requests, KeySpace: MaxKeySpace},
-		gw: gw, gwOff: gwOff,
-		client: NewClient(o.Concurrency, 10*time.Second), bearer: bearer, progress: progress, report: rep}
+	e := &benchEnv{o: o, rdb: rdb, activity: activityID, keyVer: d.CurrentVersion(), ncpu: runtime.NumCPU(), rb: rb,
+		gw: gw, gwOff: gwOff, client: NewClient(o.Concurrency, 10*time.Second), bearer: bearer, progress: progress, report: rep}
 	defer e.client.CloseIdleConnections()
 
-	runErr := e.runPhases(ctx)
-	if runErr != nil {
+	if runErr := e.runPhases(ctx); runErr != nil {
 		rep.Failures = append(rep.Failures, runErr.Error())
 	}
 	e.ratios()
-	if o.JSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
+	return writeReport(stdout, o.JSON, rep, rep.WriteText, &rep.Failures)
+}
+
+// mintBearers mints the tokens of users 1..n ("Bearer <token>").
+func mintBearers(authn *auth.Authenticator, n int, progress func(string, ...any)) ([]string, error) {
+	progress("minting %d user tokens", n)
+	bearer := make([]string, n)
+	for i := range bearer {
+		tok, err := authn.Mint(int64(i+1), time.Hour)
+		if err != nil {
+			return nil, err
 		}
-	} else {
-		rep.WriteText(stdout)
+		bearer[i] = "Bearer " + tok
 	}
-	if len(rep.Failures) > 0 {
-		return fmt.Errorf("bench failed: %s", strings.Join(rep.Failures, "; "))
-	}
-	return nil
+	return bearer, nil
 }
 
 func (e *benchEnv) runPhases(ctx context.Context) error {

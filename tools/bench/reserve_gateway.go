@@ -17,6 +17,33 @@ import (
 	"github.com/seckill/seckill/internal/failpoint"
 )
 
+// startGateways starts the gateway, in process, built like `seckill api` (no
+// failpoints armed). The load comes from one address: the per-address limit
+// still counts every request (its cost is measured) but is set too high to
+// trip. A second gateway without limits serves the sold-out case once more:
+// the two sold-out cases' ratio is what the limits cost on the cheapest path.
+func startGateways(ctx context.Context, cfg config.Config, conns *app.Conns, gwLog *slog.Logger,
+	progress func(string, ...any)) (gw, gwOff *benchGateway, err error) {
+	if cfg.RateLimitIP > 0 {
+		cfg.RateLimitIP = 1 << 30
+	}
+	unlimited := cfg
+	unlimited.RateLimitIP, unlimited.RateLimitUser, unlimited.RateLimitRead = 0, 0, 0
+	tel := app.NewTelemetry()
+	gw, err = startBenchGateway(ctx, cfg, conns, tel, gwLog)
+	if err != nil {
+		return nil, nil, err
+	}
+	gwOff, err = startBenchGateway(ctx, unlimited, conns, app.NewTelemetry(), gwLog)
+	if err != nil {
+		gw.stop(ctx)
+		return nil, nil, err
+	}
+	progress("gateways listening on %s (limits: user %d, address %d per %s) and %s (no limits), in process",
+		gw.base, cfg.RateLimitUser, cfg.RateLimitIP, cfg.RateLimitWindow, gwOff.base)
+	return gw, gwOff, nil
+}
+
 // benchGateway is one in-process gateway of the bench.
 type benchGateway struct {
 	base, label string // label names the case's variant ("" or " (no limits)")

@@ -8,10 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/mq"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"
 )
@@ -94,4 +96,13 @@ func benchCleanup(ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool, ac
 
 func skuMember(activityID, skuID int64) string {
 	return strconv.FormatInt(activityID, 10) + ":" + strconv.FormatInt(skuID, 10)
+}
+
+// probeTopic sends one probe message (nobody reads it) to topic.
+func probeTopic(ctx context.Context, p *mq.Producer, topic string, timeout time.Duration) error {
+	pctx, c := context.WithTimeout(ctx, timeout)
+	defer c()
+	_, err := p.Send(pctx, mq.Message{Topic: topic, Key: "bench-probe", ID: uuid.NewString(),
+		Tag: "BENCH_PROBE", Body: []byte(`{"bench_probe":true}`)})
+	return err
 }
