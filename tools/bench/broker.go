@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/google/uuid"
 
 	"github.com/seckill/seckill/internal/mq"
 	"github.com/seckill/seckill/internal/reservation"
@@ -32,19 +31,38 @@ func (e *orderEnv) brokerLeg(ctx context.Context) error {
 	leg := &BrokerLeg{Messages: n, Producers: e.o.Concurrency, ConsumerConcurrency: e.cfg.ConsumerConcurrency,
 		Group: orderBenchGroup + " on topic " + topic}
 	e.report.Broker = leg
+	deleteTopic, err := e.createTopic(ctx, topic)
+	if err != nil {
+		return err
+	}
+	defer deleteTopic()
+	if err := e.awaitWritable(ctx, topic); err != nil {
+		return err
+	}
+	if err := e.produce(ctx, topic, leg); err != nil {
+		return err
+	}
+	e.progress("broker: sent %d in %.1f s (%.0f/s); consuming them back (group %s)", n, leg.ProduceS, leg.ProducePS, orderBenchGroup)
+	return e.consume(ctx, topic, leg)
+}
+
+// createTopic creates the leg's topic on --broker-addr and returns the
+// function that deletes it.
+func (e *orderEnv) createTopic(ctx context.Context, topic string) (func(), error) {
 	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(e.cfg.RocketMQNameServers)))
 	if err != nil {
-		return fmt.Errorf("broker: admin client: %w", err)
+		return nil, fmt.Errorf("broker: admin client: %w", err)
 	}
-	defer adm.Close()
 	cctx, c := context.WithTimeout(ctx, 15*time.Second)
 	err = adm.CreateTopic(cctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(e.o.BrokerAddr),
 		admin.WithReadQueueNums(8), admin.WithWriteQueueNums(8))
 	c()
 	if err != nil {
-		return fmt.Errorf("broker: create topic %s on %s (--broker-addr, or --skip-broker): %w", topic, e.o.BrokerAddr, err)
+		_ = adm.Close()
+		return nil, fmt.Errorf("broker: create topic %s on %s (--broker-addr, or --skip-broker): %w", topic, e.o.BrokerAddr, err)
 	}
-	defer func() {
+	return func() {
+		defer adm.Close()
 		dctx, c := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer c()
 		if err := adm.DeleteTopic(dctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(e.o.BrokerAddr),
@@ -53,23 +71,28 @@ func (e *orderEnv) brokerLeg(ctx context.Context) error {
 			return
 		}
 		e.progress("broker: topic %s deleted", topic)
-	}()
-	// Probe until the new topic's route reaches the producer.
+	}, nil
+}
+
+// awaitWritable probes until the new topic's route reaches the producer.
+func (e *orderEnv) awaitWritable(ctx context.Context, topic string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		pctx, c := context.WithTimeout(ctx, 5*time.Second)
-		_, err := e.conns.Producer.Send(pctx, mq.Message{Topic: topic, Key: "bench-probe", ID: uuid.NewString(),
-			Tag: "BENCH_PROBE", Body: []byte(`{"bench_probe":true}`)})
-		c()
+		err := probeTopic(ctx, e.conns.Producer, topic, 5*time.Second)
 		if err == nil {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("broker: topic %s never became writable: %w", topic, err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
 
+// produce sends the backlog's messages to topic with the gateway's send
+// code from --concurrency goroutines.
+func (e *orderEnv) produce(ctx context.Context, topic string, leg *BrokerLeg) error {
+	n := len(e.backlog)
 	e.progress("broker: sending %d ORDER_CREATE_REQUESTED to %s from %d goroutines", n, topic, e.o.Concurrency)
 	w := StartCPUWindow()
 	t0 := time.Now()
@@ -100,37 +123,47 @@ func (e *orderEnv) brokerLeg(ctx context.Context) error {
 		leg.Outcome = fmt.Sprintf("%d of %d sends failed", f, n)
 		return fmt.Errorf("broker: %d of %d sends failed, e.g. %v", f, n, sample.Load())
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	e.progress("broker: sent %d in %.1f s (%.0f/s); consuming them back (group %s)", n, leg.ProduceS, leg.ProducePS, orderBenchGroup)
+	return ctx.Err()
+}
 
-	want := make(map[string]int, n)
-	for i, f := range e.backlog {
-		want[f.MessageID.String()] = i
-	}
-	seen := make([]atomic.Bool, n)
-	var got, dup, foreign atomic.Int64
-	all := make(chan struct{})
-	var allOnce sync.Once
-	cons, err := mq.NewConsumer(e.cfg.RocketMQNameServers, orderBenchGroup, topic, func(_ context.Context, d mq.Delivered) error {
-		i, ok := want[d.ID]
-		switch {
-		case !ok:
-			foreign.Add(1) // the probe
-		case seen[i].Swap(true):
-			dup.Add(1)
-		default:
-			if got.Add(1) == int64(n) {
-				allOnce.Do(func() { close(all) })
-			}
+// consumeCount is what the counting handler of the broker leg saw.
+type consumeCount struct {
+	want              map[string]int // message id -> backlog index
+	seen              []atomic.Bool
+	got, dup, foreign atomic.Int64
+	all               chan struct{} // closed when every message arrived
+	allOnce           sync.Once
+}
+
+func (c *consumeCount) handle(_ context.Context, d mq.Delivered) error {
+	i, ok := c.want[d.ID]
+	switch {
+	case !ok:
+		c.foreign.Add(1) // the probe
+	case c.seen[i].Swap(true):
+		c.dup.Add(1)
+	default:
+		if c.got.Add(1) == int64(len(c.seen)) {
+			c.allOnce.Do(func() { close(c.all) })
 		}
-		return nil
-	}, mq.ConsumerOptions{Concurrency: e.cfg.ConsumerConcurrency})
+	}
+	return nil
+}
+
+// consume reads the messages back with the project's consumer and a handler
+// that only counts, until every one arrived (or nothing did for a minute).
+func (e *orderEnv) consume(ctx context.Context, topic string, leg *BrokerLeg) error {
+	n := len(e.backlog)
+	cc := &consumeCount{want: make(map[string]int, n), seen: make([]atomic.Bool, n), all: make(chan struct{})}
+	for i, f := range e.backlog {
+		cc.want[f.MessageID.String()] = i
+	}
+	cons, err := mq.NewConsumer(e.cfg.RocketMQNameServers, orderBenchGroup, topic, cc.handle,
+		mq.ConsumerOptions{Concurrency: e.cfg.ConsumerConcurrency})
 	if err != nil {
 		return fmt.Errorf("broker: consumer: %w", err)
 	}
-	w = StartCPUWindow()
+	w := StartCPUWindow()
 	t1 := time.Now()
 	if err := cons.Start(); err != nil {
 		return fmt.Errorf("broker: start consumer: %w", err)
@@ -140,18 +173,31 @@ func (e *orderEnv) brokerLeg(ctx context.Context) error {
 			e.progress("broker: consumer close: %v", err)
 		}
 	}()
+	if err := awaitAll(ctx, cc, leg, n); err != nil {
+		return err
+	}
+	leg.ConsumeS = time.Since(t1).Seconds()
+	leg.ConsumePS = float64(n) / leg.ConsumeS
+	leg.Consume = w.Stop(int64(n), e.ncpu, benchSelf, nil, orderBrokerPath)
+	leg.Outcome = fmt.Sprintf("sent %d (all PUBLISHED), received %d once each (%d redeliveries, %d probe); the consume time includes the consumer's start and first rebalance",
+		n, cc.got.Load(), cc.dup.Load(), cc.foreign.Load())
+	e.progress("broker: consumed %d in %.1f s (%.0f/s)", n, leg.ConsumeS, leg.ConsumePS)
+	return nil
+}
+
+// awaitAll waits until every message arrived; a minute without progress fails.
+func awaitAll(ctx context.Context, cc *consumeCount, leg *BrokerLeg, n int) error {
 	last, lastAt := int64(0), time.Now()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-wait:
 	for {
 		select {
-		case <-all:
-			break wait
+		case <-cc.all:
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
-			if g := got.Load(); g != last {
+			if g := cc.got.Load(); g != last {
 				last, lastAt = g, time.Now()
 			} else if time.Since(lastAt) > time.Minute {
 				leg.Outcome = fmt.Sprintf("consumed %d of %d, then nothing for a minute", g, n)
@@ -159,11 +205,4 @@ wait:
 			}
 		}
 	}
-	leg.ConsumeS = time.Since(t1).Seconds()
-	leg.ConsumePS = float64(n) / leg.ConsumeS
-	leg.Consume = w.Stop(int64(n), e.ncpu, benchSelf, nil, orderBrokerPath)
-	leg.Outcome = fmt.Sprintf("sent %d (all PUBLISHED), received %d once each (%d redeliveries, %d probe); the consume time includes the consumer's start and first rebalance",
-		n, got.Load(), dup.Load(), foreign.Load())
-	e.progress("broker: consumed %d in %.1f s (%.0f/s)", n, leg.ConsumeS, leg.ConsumePS)
-	return nil
 }

@@ -101,21 +101,8 @@ func (e *orderEnv) sagaLeg(ctx context.Context) error {
 			return err
 		}
 	}
-
-	// The saga worker, composed like `seckill worker --parts saga`.
-	wctx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
-	werr := make(chan error, 1)
-	go func() {
-		werr <- app.RunWorkers(wctx, e.cfg, e.conns, []string{app.PartSaga}, e.tel, &failpoint.Set{}, e.quiet)
-	}()
-	defer func() {
-		stopWorker()
-		select {
-		case <-werr:
-		case <-time.After(30 * time.Second):
-			e.progress("(c) sagas: worker did not stop within 30 s")
-		}
-	}()
+	werr, stopWorker := e.startSagaWorker(ctx)
+	defer stopWorker()
 	// Terminate the sagas that were started: they wait for payment.
 	defer e.terminateSagas(ctx)
 	select { // let the worker's pollers come up; not part of the drain
@@ -127,16 +114,70 @@ func (e *orderEnv) sagaLeg(ctx context.Context) error {
 	e.progress("(c) sagas: starting %d sagas on task queue %s from %d goroutines (saga starter code)", n, e.cfg.TemporalTaskQueue, e.o.Starters)
 	w := StartCPUWindow()
 	t0 := time.Now()
-	var next, started, failed atomic.Int64
-	var sample atomic.Value
-	startsDone := make(chan struct{})
+	starts := e.startSagas(ctx, st, bodies, t0)
+	d, err := e.awaitDrain(ctx, leg, starts, werr, t0)
+	if err != nil {
+		return err
+	}
+	drain := time.Since(t0)
+	<-starts.done
+	leg.CPU = w.Stop(int64(n), e.ncpu, benchSelf, nil, orderSagaPath)
+	leg.StartS = time.Duration(starts.elapsed.Load()).Seconds()
+	leg.StartsPS = float64(n) / leg.StartS
+	leg.CreatedS, leg.DrainS = d.createdAt.Seconds(), drain.Seconds()
+	leg.SagasPS = float64(n) / leg.DrainS
+	leg.Milestones, leg.SteadyPS = Milestones(d.at, d.done, int64(n))
+	leg.Outcome = fmt.Sprintf("%d reserved in Redis in %.1f s (not timed); %d sagas started in %.1f s; all %d orders created after %.1f s and projected (committed %d, open_reserved 0) after %.1f s; milestones %s",
+		n, leg.ReserveS, starts.started.Load(), leg.StartS, n, leg.CreatedS, d.projected, leg.DrainS, milestoneText(leg.Milestones))
+	e.progress("(c) sagas: drained %d in %.1f s: %.1f sagas/s (steady %.1f/s), starts %.0f/s", n, leg.DrainS, leg.SagasPS, leg.SteadyPS, leg.StartsPS)
+	open, err := e.rdb.HGet(ctx, lua.Keys{ActivityID: e.activity, SKUID: orderSKUSagas}.Counter(), "open_reserved").Int64()
+	if err != nil {
+		return err
+	}
+	if open != 0 {
+		return fmt.Errorf("(c) sagas: Redis open_reserved is %d after the drain, want 0", open)
+	}
+	return nil
+}
+
+// startSagaWorker runs the saga worker, composed like `seckill worker
+// --parts saga`, until the returned function stops it.
+func (e *orderEnv) startSagaWorker(ctx context.Context) (<-chan error, func()) {
+	wctx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+	werr := make(chan error, 1)
+	go func() {
+		werr <- app.RunWorkers(wctx, e.cfg, e.conns, []string{app.PartSaga}, e.tel, &failpoint.Set{}, e.quiet)
+	}()
+	return werr, func() {
+		stopWorker()
+		select {
+		case <-werr:
+		case <-time.After(30 * time.Second):
+			e.progress("(c) sagas: worker did not stop within 30 s")
+		}
+	}
+}
+
+// sagaStarts counts the saga starts of --starters goroutines.
+type sagaStarts struct {
+	next, started, failed atomic.Int64
+	sample                atomic.Value
+	elapsed               atomic.Int64 // time.Duration of all starts
+	done                  chan struct{}
+}
+
+// startSagas starts the backlog's sagas with the saga starter's code
+// (inbox row + ExecuteWorkflow), retrying as a broker would redeliver.
+func (e *orderEnv) startSagas(ctx context.Context, st *sagastarter.Starter, bodies [][]byte, t0 time.Time) *sagaStarts {
+	n := len(e.backlog)
+	s := &sagaStarts{done: make(chan struct{})}
 	var startWG sync.WaitGroup
 	for range e.o.Starters {
 		startWG.Add(1)
 		go func() {
 			defer startWG.Done()
 			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
+				i := int(s.next.Add(1) - 1)
 				if i >= n {
 					return
 				}
@@ -151,102 +192,106 @@ func (e *orderEnv) sagaLeg(ctx context.Context) error {
 					time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
 				}
 				if err != nil {
-					failed.Add(1)
-					sample.Store(err.Error())
+					s.failed.Add(1)
+					s.sample.Store(err.Error())
 					continue
 				}
-				started.Add(1)
+				s.started.Add(1)
 				e.mu.Lock()
 				e.startedIDs = append(e.startedIDs, workflows.ReservationWorkflowID(f.ReservationID.String()))
 				e.mu.Unlock()
 			}
 		}()
 	}
-	var startS atomic.Int64
 	go func() {
 		startWG.Wait()
-		startS.Store(int64(time.Since(t0)))
-		close(startsDone)
+		s.elapsed.Store(int64(time.Since(t0)))
+		close(s.done)
 	}()
+	return s
+}
 
+// sagaDrain is the progress of the drain: samples of orders created over
+// time, when all were created, and the Redis projection.
+type sagaDrain struct {
+	at        []float64
+	done      []int64
+	createdAt time.Duration
+	projected int64
+}
+
+// awaitDrain polls PostgreSQL and Redis until every order is created and
+// projected; it fails on a failed start, another final status, a stall,
+// the timeout or the worker's end.
+func (e *orderEnv) awaitDrain(ctx context.Context, leg *SagaLeg, starts *sagaStarts, werr <-chan error, t0 time.Time) (sagaDrain, error) {
+	n := len(e.backlog)
 	k := lua.Keys{ActivityID: e.activity, SKUID: orderSKUSagas}
-	var at []float64
-	var done []int64
-	var created, projected, other int64
-	var createdAt time.Duration
+	var d sagaDrain
+	var created, other int64
 	lastProgress, lastChange, lastCreated := time.Now(), time.Now(), int64(-1)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			leg.Outcome = fmt.Sprintf("stopped by the timeout: %d of %d orders created, %d projected", created, n, projected)
-			return fmt.Errorf("(c) sagas: %s", leg.Outcome)
+			leg.Outcome = fmt.Sprintf("stopped by the timeout: %d of %d orders created, %d projected", created, n, d.projected)
+			return d, fmt.Errorf("(c) sagas: %s", leg.Outcome)
 		case err := <-werr:
-			return fmt.Errorf("(c) sagas: worker stopped: %v", err)
+			return d, fmt.Errorf("(c) sagas: worker stopped: %v", err)
 		case <-tick.C:
 		}
 		var err error
 		created, other, err = e.reservationCounts(ctx)
 		if err != nil {
-			return err
+			return d, err
 		}
 		vals, err := e.rdb.HMGet(ctx, k.Counter(), "committed").Result()
 		if err != nil {
-			return err
+			return d, err
 		}
-		projected = toInt64(vals[0])
+		d.projected = toInt64(vals[0])
 		el := time.Since(t0)
-		at, done = append(at, el.Seconds()), append(done, created)
-		if created == int64(n) && createdAt == 0 {
-			createdAt = el
+		d.at, d.done = append(d.at, el.Seconds()), append(d.done, created)
+		if created == int64(n) && d.createdAt == 0 {
+			d.createdAt = el
 		}
 		if created != lastCreated {
 			lastCreated, lastChange = created, time.Now()
 		}
-		if f := failed.Load(); f > 0 {
-			select {
-			case <-startsDone:
-				leg.Outcome = fmt.Sprintf("%d of %d starts failed", f, n)
-				return fmt.Errorf("(c) sagas: %d of %d starts failed, e.g. %v", f, n, sample.Load())
-			default:
-			}
+		if err := startFailure(leg, starts, n); err != nil {
+			return d, err
 		}
-		if created == int64(n) && projected >= int64(n) {
-			break
+		if created == int64(n) && d.projected >= int64(n) {
+			return d, nil
 		}
 		if other > 0 {
 			leg.Outcome = fmt.Sprintf("%d reservations ended in another status than ORDER_CREATED", other)
-			return fmt.Errorf("(c) sagas: %s (see inventory_reservation in %s)", leg.Outcome, e.report.Database)
+			return d, fmt.Errorf("(c) sagas: %s (see inventory_reservation in %s)", leg.Outcome, e.report.Database)
 		}
 		if time.Since(lastChange) > orderStall {
-			leg.Outcome = fmt.Sprintf("no order created for %s: %d of %d created, %d started", orderStall, created, n, started.Load())
-			return fmt.Errorf("(c) sagas: %s", leg.Outcome)
+			leg.Outcome = fmt.Sprintf("no order created for %s: %d of %d created, %d started", orderStall, created, n, starts.started.Load())
+			return d, fmt.Errorf("(c) sagas: %s", leg.Outcome)
 		}
 		if time.Since(lastProgress) >= 5*time.Second {
-			e.progress("(c) sagas: t=%.0fs started %d, orders created %d, projected %d of %d", el.Seconds(), started.Load(), created, projected, n)
+			e.progress("(c) sagas: t=%.0fs started %d, orders created %d, projected %d of %d", el.Seconds(), starts.started.Load(), created, d.projected, n)
 			lastProgress = time.Now()
 		}
 	}
-	drain := time.Since(t0)
-	<-startsDone
-	leg.CPU = w.Stop(int64(n), e.ncpu, benchSelf, nil, orderSagaPath)
-	leg.StartS = time.Duration(startS.Load()).Seconds()
-	leg.StartsPS = float64(n) / leg.StartS
-	leg.CreatedS, leg.DrainS = createdAt.Seconds(), drain.Seconds()
-	leg.SagasPS = float64(n) / leg.DrainS
-	leg.Milestones, leg.SteadyPS = Milestones(at, done, int64(n))
-	leg.Outcome = fmt.Sprintf("%d reserved in Redis in %.1f s (not timed); %d sagas started in %.1f s; all %d orders created after %.1f s and projected (committed %d, open_reserved 0) after %.1f s; milestones %s",
-		n, leg.ReserveS, started.Load(), leg.StartS, n, leg.CreatedS, projected, leg.DrainS, milestoneText(leg.Milestones))
-	e.progress("(c) sagas: drained %d in %.1f s: %.1f sagas/s (steady %.1f/s), starts %.0f/s", n, leg.DrainS, leg.SagasPS, leg.SteadyPS, leg.StartsPS)
-	open, err := e.rdb.HGet(ctx, k.Counter(), "open_reserved").Int64()
-	if err != nil {
-		return err
+}
+
+// startFailure fails the drain once every start is done and some failed.
+func startFailure(leg *SagaLeg, starts *sagaStarts, n int) error {
+	f := starts.failed.Load()
+	if f == 0 {
+		return nil
 	}
-	if open != 0 {
-		return fmt.Errorf("(c) sagas: Redis open_reserved is %d after the drain, want 0", open)
+	select {
+	case <-starts.done:
+		leg.Outcome = fmt.Sprintf("%d of %d starts failed", f, n)
+		return fmt.Errorf("(c) sagas: %d of %d starts failed, e.g. %v", f, n, starts.sample.Load())
+	default:
+		return nil
 	}
-	return nil
 }
 
 // terminateSagas ends the started sagas (they wait for payment) from a
