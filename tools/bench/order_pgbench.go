@@ -38,23 +38,8 @@ func (e *orderEnv) pgbenchLeg(ctx context.Context, kind int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	payload, err := sampleOutboxPayload(e.activity, sku)
+	script, err := e.writePGBenchScript(dir, kind, sku)
 	if err != nil {
-		return err
-	}
-	hash := activities.PayloadHash(sampleMessage(e.activity, sku, 1, time.Now()))
-	ps := PGBenchScript{ActivityID: e.activity, SKUID: sku, PriceCents: orderPrice,
-		ConsumerGroup: activities.OrderConsumerGroup, Topic: Topic, PayloadHash: hash, OutboxPayload: payload,
-		PaymentTimeoutSeconds: 900, StockLast: kind == legWhatIf}
-	text, err := ps.Text()
-	if kind != legBaseline {
-		text, err = ps.ReplayText()
-	}
-	if err != nil {
-		return err
-	}
-	script := filepath.Join(dir, "order.sql")
-	if err := os.WriteFile(script, []byte(text), 0o600); err != nil {
 		return err
 	}
 	pgc, err := pgx.ParseConfig(e.dsn)
@@ -64,51 +49,18 @@ func (e *orderEnv) pgbenchLeg(ctx context.Context, kind int) error {
 	args := PGBenchArgs{Path: e.pgbench, Host: pgc.Host, Port: pgc.Port, User: pgc.User, Database: pgc.Database,
 		Clients: e.o.Concurrency, Threads: min(2, e.o.Concurrency), Duration: e.o.Duration, Script: script,
 		LogPrefix: filepath.Join(dir, "tx")}
-	argv := args.Argv()
-	e.progress("%s: %s (script %s)", name, strings.Join(argv, " "), script)
+	e.progress("%s: %s (script %s)", name, strings.Join(args.Argv(), " "), script)
 	stock0, err := e.taken(ctx, sku)
 	if err != nil {
 		return err
 	}
-	pctx, c := context.WithTimeout(ctx, e.o.Duration+2*time.Minute)
-	defer c()
-	cmd := exec.CommandContext(pctx, argv[0], argv[1:]...) // #nosec G204 -- the command and its arguments are this program's own (its binary, the stack script, the benchmark tools), not user input
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PGPASSWORD="+pgc.Password, "PGAPPNAME="+orderAppPGBench)
-	if pgc.TLSConfig == nil {
-		cmd.Env = append(cmd.Env, "PGSSLMODE=disable")
-	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	stopWaits := e.sampleWaits(ctx, orderAppPGBench)
-	w := StartCPUWindow()
-	runErr := cmd.Run()
-	waits := stopWaits()
-	var child []ProcCPU
-	if cmd.ProcessState != nil {
-		child = []ProcCPU{{Name: "pgbench", Seconds: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}}
-	}
-	if runErr != nil {
-		return fmt.Errorf("%s: %w: %s", name, runErr, outputTail(out.String(), 800))
-	}
-	res, err := ParsePGBench(out.String())
+	res, cpu, waits, err := e.runPGBench(ctx, name, dir, args, pgc)
 	if err != nil {
-		return fmt.Errorf("%s: %w: %s", name, err, outputTail(out.String(), 800))
+		return err
 	}
-	cpu := w.Stop(res.Processed, e.ncpu, benchSelf, child, orderPGPath)
-	var lat []time.Duration
-	logs, _ := filepath.Glob(args.LogPrefix + ".*")
-	for _, p := range logs {
-		f, err := os.Open(p) // #nosec G304 -- a path the operator or the harness chose (a file it names on the command line, a pid or log file of the stack)
-		if err != nil {
-			return err
-		}
-		l, err := ParsePGBenchLog(f)
-		_ = f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %s: %w", name, p, err)
-		}
-		lat = append(lat, l...)
+	lat, err := pgbenchLatencies(name, args.LogPrefix)
+	if err != nil {
+		return err
 	}
 	stock1, err := e.taken(ctx, sku)
 	if err != nil {
@@ -139,6 +91,81 @@ func (e *orderEnv) pgbenchLeg(ctx context.Context, kind int) error {
 		return fmt.Errorf("%s: %d transactions but %d units of stock taken", name, res.Processed, stock1-stock0)
 	}
 	return nil
+}
+
+// writePGBenchScript writes the leg's pgbench script into dir.
+func (e *orderEnv) writePGBenchScript(dir string, kind int, sku int64) (string, error) {
+	payload, err := sampleOutboxPayload(e.activity, sku)
+	if err != nil {
+		return "", err
+	}
+	hash := activities.PayloadHash(sampleMessage(e.activity, sku, 1, time.Now()))
+	ps := PGBenchScript{ActivityID: e.activity, SKUID: sku, PriceCents: orderPrice,
+		ConsumerGroup: activities.OrderConsumerGroup, Topic: Topic, PayloadHash: hash, OutboxPayload: payload,
+		PaymentTimeoutSeconds: 900, StockLast: kind == legWhatIf}
+	text, err := ps.Text()
+	if kind != legBaseline {
+		text, err = ps.ReplayText()
+	}
+	if err != nil {
+		return "", err
+	}
+	script := filepath.Join(dir, "order.sql")
+	if err := os.WriteFile(script, []byte(text), 0o600); err != nil {
+		return "", err
+	}
+	return script, nil
+}
+
+// runPGBench runs pgbench in dir, sampling the backends' waits and the CPU
+// meanwhile, and parses its summary.
+func (e *orderEnv) runPGBench(ctx context.Context, name, dir string, args PGBenchArgs, pgc *pgx.ConnConfig) (PGBenchResult, LegCPU, []WaitShare, error) {
+	argv := args.Argv()
+	pctx, c := context.WithTimeout(ctx, e.o.Duration+2*time.Minute)
+	defer c()
+	cmd := exec.CommandContext(pctx, argv[0], argv[1:]...) // #nosec G204 -- the command and its arguments are this program's own (its binary, the stack script, the benchmark tools), not user input
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+pgc.Password, "PGAPPNAME="+orderAppPGBench)
+	if pgc.TLSConfig == nil {
+		cmd.Env = append(cmd.Env, "PGSSLMODE=disable")
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	stopWaits := e.sampleWaits(ctx, orderAppPGBench)
+	w := StartCPUWindow()
+	runErr := cmd.Run()
+	waits := stopWaits()
+	var child []ProcCPU
+	if cmd.ProcessState != nil {
+		child = []ProcCPU{{Name: "pgbench", Seconds: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}}
+	}
+	if runErr != nil {
+		return PGBenchResult{}, LegCPU{}, nil, fmt.Errorf("%s: %w: %s", name, runErr, outputTail(out.String(), 800))
+	}
+	res, err := ParsePGBench(out.String())
+	if err != nil {
+		return res, LegCPU{}, nil, fmt.Errorf("%s: %w: %s", name, err, outputTail(out.String(), 800))
+	}
+	return res, w.Stop(res.Processed, e.ncpu, benchSelf, child, orderPGPath), waits, nil
+}
+
+// pgbenchLatencies reads the per-transaction logs pgbench wrote under prefix.
+func pgbenchLatencies(name, prefix string) ([]time.Duration, error) {
+	var lat []time.Duration
+	logs, _ := filepath.Glob(prefix + ".*")
+	for _, p := range logs {
+		f, err := os.Open(p) // #nosec G304 -- a path the operator or the harness chose (a file it names on the command line, a pid or log file of the stack)
+		if err != nil {
+			return nil, err
+		}
+		l, err := ParsePGBenchLog(f)
+		_ = f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", name, p, err)
+		}
+		lat = append(lat, l...)
+	}
+	return lat, nil
 }
 
 // findPGBench resolves --pgbench: the given path, else pgbench on PATH, else

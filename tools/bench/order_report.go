@@ -108,6 +108,14 @@ func (r *OrderReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "scratch database %s; activity %d; task queue %s; machine %.0f%% busy before the run\n\n",
 		r.Database, r.ActivityID, r.TaskQueue, r.BusyBeforePct)
 
+	r.writeLegs(w)
+	r.writeOutcomes(w)
+	r.writeCPU(w)
+	r.writeRatios(w)
+}
+
+// writeLegs prints one row per leg: ops, concurrency, rate and latency.
+func (r *OrderReport) writeLegs(w io.Writer) {
 	type row struct {
 		name      string
 		ops       int64
@@ -147,6 +155,10 @@ func (r *OrderReport) WriteText(w io.Writer) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)
+}
+
+// writeOutcomes prints what each leg did.
+func (r *OrderReport) writeOutcomes(w io.Writer) {
 	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
 		if l != nil {
 			fmt.Fprintf(w, "  %s: %s\n", l.Name, l.Outcome)
@@ -160,6 +172,10 @@ func (r *OrderReport) WriteText(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 
+}
+
+// writeCPU prints the CPU each leg used and what the backends waited for.
+func (r *OrderReport) writeCPU(w io.Writer) {
 	fmt.Fprintln(w, "CPU during each leg: machine busy (% of all CPUs), machine CPU per op (µs of one core), off-path")
 	fmt.Fprintln(w, "(share of the machine used by processes not on the leg's path: other people's work, the kernel):")
 	type cpuRow struct {
@@ -178,7 +194,7 @@ func (r *OrderReport) WriteText(w io.Writer) {
 	if s := r.Sagas; s != nil {
 		cpus = append(cpus, cpuRow{"(c) sagas (start + drain)", s.CPU})
 	}
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "leg\tmachine busy\tµs/op\toff-path\t")
 	for _, x := range cpus {
 		fmt.Fprintf(tw, "%s\t%.0f%%\t%.0f\t%.0f%%\t\n", x.name, x.c.MachineBusyPct, x.c.MachineUS, x.c.OffPathPct)
@@ -203,7 +219,12 @@ func (r *OrderReport) WriteText(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// writeRatios prints the ratios against their targets, the notes and the
+// failures.
+func (r *OrderReport) writeRatios(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ratio\tvalue\ttarget\tmet")
 	for _, q := range r.Ratios {
 		verdict := "yes"
