@@ -19,8 +19,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/seckill/seckill/internal/app"
-	"github.com/seckill/seckill/internal/chaos"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/tools/chaos"
 )
 
 // TestAPIContract runs Schemathesis (e2e/schemathesis) against a real

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/config"
-	"github.com/seckill/seckill/internal/demo"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/tools/flashsale"
 )
 
 func e2eConfig(t *testing.T) config.Config {
@@ -38,16 +38,16 @@ func logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func run(t *testing.T, cfg config.Config, opts demo.Options) demo.Report {
+func run(t *testing.T, cfg config.Config, opts flashsale.Options) flashsale.Report {
 	t.Helper()
 	return runWith(t, cfg, logger(), opts)
 }
 
 // runWith is run with the processes' logger given.
-func runWith(t *testing.T, cfg config.Config, log *slog.Logger, opts demo.Options) demo.Report {
+func runWith(t *testing.T, cfg config.Config, log *slog.Logger, opts flashsale.Options) flashsale.Report {
 	t.Helper()
 	opts.Progress = testWriter{t}
-	rep, err := demo.Run(context.Background(), cfg, log, opts)
+	rep, err := flashsale.Run(context.Background(), cfg, log, opts)
 	if err != nil {
 		t.Fatalf("sale: %v (report so far %+v)", err, rep)
 	}
@@ -67,7 +67,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // Stock N, M ≫ N buyers: exactly N orders and every invariant holds.
 func TestFlashSaleExactlyNOrders(t *testing.T) {
 	const stock, buyers = 30, 600
-	rep := run(t, e2eConfig(t), demo.Options{Stock: stock, Buyers: buyers, Concurrency: 48})
+	rep := run(t, e2eConfig(t), flashsale.Options{Stock: stock, Buyers: buyers, Concurrency: 48})
 	if rep.Accepted != stock || rep.HTTP[http.StatusConflict] != buyers-stock {
 		t.Fatalf("answers %v, want %d QUEUED and %d SOLD_OUT", rep.HTTP, stock, buyers-stock)
 	}
@@ -84,7 +84,7 @@ func TestFlashSaleExactlyNOrders(t *testing.T) {
 // are rejected by PostgreSQL and given back to Redis exactly once each.
 func TestFlashSalePGShortfallIsCompensated(t *testing.T) {
 	const stock, shortfall, buyers = 20, 6, 300
-	rep := run(t, e2eConfig(t), demo.Options{Stock: stock, PGShortfall: shortfall, Buyers: buyers, Concurrency: 48})
+	rep := run(t, e2eConfig(t), flashsale.Options{Stock: stock, PGShortfall: shortfall, Buyers: buyers, Concurrency: 48})
 	if rep.Orders != stock-shortfall || rep.Compensated+int64(rep.Snapshot.RedisAvailable) < shortfall {
 		t.Fatalf("orders %d compensated %d, want %d orders", rep.Orders, rep.Compensated, stock-shortfall)
 	}
@@ -106,7 +106,7 @@ func TestFlashSaleCommitOutcomeUnknownConverges(t *testing.T) {
 	fp := &failpoint.Set{}
 	testenv.RequireFailpoints(t)
 	fp.Arm(failpoint.DuringCommitResponse, 3)
-	rep := run(t, e2eConfig(t), demo.Options{Stock: 10, Buyers: 40, Concurrency: 16, Failpoints: fp})
+	rep := run(t, e2eConfig(t), flashsale.Options{Stock: 10, Buyers: 40, Concurrency: 16, Failpoints: fp})
 	if rep.Orders != 10 || rep.Compensated != 0 || rep.Manual != 0 {
 		t.Fatalf("orders %d compensated %d manual %d, want 10/0/0", rep.Orders, rep.Compensated, rep.Manual)
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/internal/demo"
 	"github.com/seckill/seckill/paysim"
+	"github.com/seckill/seckill/tools/flashsale"
 )
 
 // startPaysim runs the provider simulator in-process for one test.
@@ -33,13 +33,13 @@ func startPaysim(t *testing.T, secret []byte, merchantKey string) string {
 // the cancel, or never pay. No PAID order is cancelled, every late payment
 // ends REFUNDED, stock is released exactly once per cancelled order in
 // PostgreSQL and Redis, and stock is conserved (the invariant check of
-// demo.Run covers I1-I7 with these payment facts).
+// flashsale.Run covers I1-I7 with these payment facts).
 func TestPaymentVersusCancelRace(t *testing.T) {
 	cfg := e2eConfig(t)
 	cfg.PaysimURL = startPaysim(t, cfg.PaysimSecretBytes(), cfg.PaysimMerchantKey)
 	const orders = 1000
 	warnings := newCountingHandler(logger().Handler(), "unhandled signals")
-	rep := runWith(t, cfg, slog.New(warnings), demo.Options{Stock: orders, Buyers: orders, Concurrency: 64, PaymentTimeout: 20 * time.Second,
+	rep := runWith(t, cfg, slog.New(warnings), flashsale.Options{Stock: orders, Buyers: orders, Concurrency: 64, PaymentTimeout: 20 * time.Second,
 		Timeout: 5 * time.Minute})
 	// Duplicated, reordered callbacks and repairs after the end never leave a
 	// saga with signals it did not handle (the SDK warns of each).
@@ -54,14 +54,14 @@ func TestPaymentVersusCancelRace(t *testing.T) {
 		t.Fatalf("orders not all final: paid %d cancelled %d refunded %d open %d refunding %d", s.Paid, s.Cancelled, s.Refunded, s.OpenOrders, s.Refunding)
 	}
 	plan := rep.Plan
-	if s.Paid < int64(plan[demo.PayEarly]) {
-		t.Fatalf("%d paid, but %d buyers paid early", s.Paid, plan[demo.PayEarly])
+	if s.Paid < int64(plan[flashsale.PayEarly]) {
+		t.Fatalf("%d paid, but %d buyers paid early", s.Paid, plan[flashsale.PayEarly])
 	}
-	if s.Refunded != int64(plan[demo.PayLate]) {
-		t.Fatalf("%d refunded, want every late payer (%d)", s.Refunded, plan[demo.PayLate])
+	if s.Refunded != int64(plan[flashsale.PayLate]) {
+		t.Fatalf("%d refunded, want every late payer (%d)", s.Refunded, plan[flashsale.PayLate])
 	}
-	if s.Cancelled < int64(plan[demo.NeverPay]) {
-		t.Fatalf("%d cancelled, but %d buyers never paid", s.Cancelled, plan[demo.NeverPay])
+	if s.Cancelled < int64(plan[flashsale.NeverPay]) {
+		t.Fatalf("%d cancelled, but %d buyers never paid", s.Cancelled, plan[flashsale.NeverPay])
 	}
 	if s.PGSold != s.Paid || s.RedisCommitted != s.Paid || s.PGAvailable != orders-s.Paid || s.RedisAvailable != orders-s.Paid {
 		t.Fatalf("stock does not match the outcome: %+v", s)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/seckill/seckill/internal/chaos"
 	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/tools/chaos"
 )
 
 func newChaosCmd() *cobra.Command {

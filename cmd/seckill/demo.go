@@ -6,11 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/seckill/seckill/internal/demo"
+	"github.com/seckill/seckill/tools/flashsale"
 )
 
 func newDemoCmd() *cobra.Command {
-	var o demo.Options
+	var o flashsale.Options
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a flash sale end to end on the stack and print its outcome with the invariant check",
@@ -27,7 +27,7 @@ The payment provider is the stack's simulator (SECKILL_PAYSIM_URL).`,
 				return err
 			}
 			o.Progress = cmd.ErrOrStderr()
-			rep, err := demo.Run(cmd.Context(), b.cfg, b.log, o)
+			rep, err := flashsale.Run(cmd.Context(), b.cfg, b.log, o)
 			if err != nil {
 				return err
 			}

@@ -18,6 +18,11 @@ import (
 
 func newReconcileCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "reconcile", Short: "Stock-conservation reconciliation: run it now, read reports, keep its Schedule"}
+	cmd.AddCommand(newReconcileRunCmd(), newReconcileReportCmd(), newReconcileScheduleCmd())
+	return cmd
+}
+
+func newReconcileRunCmd() *cobra.Command {
 	var activity int64
 	var asJSON bool
 	run := &cobra.Command{
@@ -53,6 +58,11 @@ func newReconcileCmd() *cobra.Command {
 	}
 	run.Flags().Int64Var(&activity, "activity", 0, "reconcile only this activity (default: every recent sale)")
 	run.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return run
+}
+
+func newReconcileReportCmd() *cobra.Command {
+	var asJSON bool
 	var id string
 	report := &cobra.Command{
 		Use:   "report",
@@ -82,6 +92,10 @@ func newReconcileCmd() *cobra.Command {
 	}
 	report.Flags().StringVar(&id, "id", "", "report id (default: the newest)")
 	report.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return report
+}
+
+func newReconcileScheduleCmd() *cobra.Command {
 	schedule := &cobra.Command{
 		Use:   "schedule",
 		Short: "Create the Temporal Schedule that runs reconciliation every SECKILL_RECONCILE_EVERY (idempotent)",
@@ -102,8 +116,7 @@ func newReconcileCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(run, report, schedule)
-	return cmd
+	return schedule
 }
 
 func printReport(w io.Writer, rep reconcile.Report, asJSON bool) error {

@@ -1,9 +1,7 @@
-// Package bench measures the reservation hot path on one machine: the raw
-// Redis cost of lua/reserve.lua driven by redis-benchmark (EVALSHA), and the
-// gateway's HTTP reserve endpoint driven by a Go load generator. It holds the
-// parts that need no running service (argument building, output parsing,
-// statistics, the report); cmd/seckill/bench.go wires them to the stack.
 package bench
+
+// redis-benchmark driving EVALSHA of lua/reserve.lua: the arguments of one
+// call, the command line, and parsing of its --csv output.
 
 import (
 	"bytes"

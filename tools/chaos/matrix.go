@@ -212,23 +212,6 @@ func (t *tracker) finish() {
 // armed (unless the previous run left it armed), starts a sale, waits for
 // the host to die at the failpoint, and starts it again.
 func (c *Cluster) runPoint(ctx context.Context, o MatrixOptions, row *PointResult, t *tracker) error {
-	// start starts host; an armed incarnation may crash at the failpoint
-	// while it starts (a sale still settling hits it first): that is the
-	// next run's crash, reported as crashed=true.
-	start := func(host *Proc, spec string) (crashed bool, err error) {
-		for attempt := 1; ; attempt++ {
-			err := host.Start(ctx, spec)
-			if err == nil {
-				return false, nil
-			}
-			if spec != "" && !host.Running() && host.Crashed() == row.Failpoint {
-				return true, nil
-			}
-			if attempt == 3 || ctx.Err() != nil {
-				return false, err
-			}
-		}
-	}
 	dead := false // the host already died at the failpoint for this run
 	armed := ""   // the host the previous run restarted armed
 	for i := range o.Runs {
@@ -239,7 +222,7 @@ func (c *Cluster) runPoint(ctx context.Context, o MatrixOptions, row *PointResul
 				return err
 			}
 			var err error
-			if dead, err = start(host, row.Failpoint+"=1:crash"); err != nil {
+			if dead, err = startArmed(ctx, host, row.Failpoint+"=1:crash", row.Failpoint); err != nil {
 				return err
 			}
 		}
@@ -247,43 +230,21 @@ func (c *Cluster) runPoint(ctx context.Context, o MatrixOptions, row *PointResul
 		// most maxSettling) may need it to get anywhere.
 		var settled <-chan struct{}
 		if !dead {
-			exited := host.Exited()
-			if exited == nil { // it died already
-				gone := make(chan struct{})
-				close(gone)
-				exited = gone
-			}
-			var s *Sale
-			s, settled = t.sale(row, exited)
-			select {
-			case <-exited:
-			case <-time.After(o.Reach):
-				row.Errors = append(row.Errors, fmt.Sprintf("run %d: %s never reached %s within %s (sale %v)", i+1, host.Name, row.Failpoint, o.Reach, s))
-			case <-ctx.Done():
-				return ctx.Err()
+			var err error
+			if settled, err = awaitCrash(ctx, o, row, t, host, i); err != nil {
+				return err
 			}
 		}
 		dead, armed = false, ""
-		if host.Running() {
-			if err := host.Stop(); err != nil {
-				return err
-			}
-		} else {
-			at := time.Now()
-			if got := host.Crashed(); got == row.Failpoint {
-				row.Crashes++
-			} else {
-				row.Errors = append(row.Errors, fmt.Sprintf("run %d: %s died without crashing at %s (%q); its log ends:\n%s",
-					i+1, host.Name, row.Failpoint, got, c.tail(host.Name, 15)))
-			}
-			t.disturb(at)
+		if err := c.judgeRun(row, t, host, i); err != nil {
+			return err
 		}
 		spec := ""
 		if o.Pipeline && i+1 < o.Runs && row.Hosts[(i+1)%len(row.Hosts)] == host.Name {
 			spec, armed = row.Failpoint+"=1:crash", host.Name
 		}
 		var err error
-		if dead, err = start(host, spec); err != nil {
+		if dead, err = startArmed(ctx, host, spec, row.Failpoint); err != nil {
 			return err
 		}
 		if !o.Pipeline && settled != nil {
@@ -294,6 +255,62 @@ func (c *Cluster) runPoint(ctx context.Context, o MatrixOptions, row *PointResul
 			}
 		}
 	}
+	return nil
+}
+
+// startArmed starts host with failpoint spec; an armed incarnation may crash
+// at the failpoint while it starts (a sale still settling hits it first):
+// that is the next run's crash, reported as crashed=true.
+func startArmed(ctx context.Context, host *Proc, spec, failpoint string) (crashed bool, err error) {
+	for attempt := 1; ; attempt++ {
+		err := host.Start(ctx, spec)
+		if err == nil {
+			return false, nil
+		}
+		if spec != "" && !host.Running() && host.Crashed() == failpoint {
+			return true, nil
+		}
+		if attempt == 3 || ctx.Err() != nil {
+			return false, err
+		}
+	}
+}
+
+// awaitCrash plays a new sale and waits (up to o.Reach) for the armed host
+// to exit at the failpoint; it returns the channel closed when the sale
+// settled.
+func awaitCrash(ctx context.Context, o MatrixOptions, row *PointResult, t *tracker, host *Proc, i int) (<-chan struct{}, error) {
+	exited := host.Exited()
+	if exited == nil { // it died already
+		gone := make(chan struct{})
+		close(gone)
+		exited = gone
+	}
+	s, settled := t.sale(row, exited)
+	select {
+	case <-exited:
+	case <-time.After(o.Reach):
+		row.Errors = append(row.Errors, fmt.Sprintf("run %d: %s never reached %s within %s (sale %v)", i+1, host.Name, row.Failpoint, o.Reach, s))
+	case <-ctx.Done():
+		return settled, ctx.Err()
+	}
+	return settled, nil
+}
+
+// judgeRun stops a host that is still up, or counts the crash of one that
+// died (at the failpoint or not) as a disturbance of the sales in flight.
+func (c *Cluster) judgeRun(row *PointResult, t *tracker, host *Proc, i int) error {
+	if host.Running() {
+		return host.Stop()
+	}
+	at := time.Now()
+	if got := host.Crashed(); got == row.Failpoint {
+		row.Crashes++
+	} else {
+		row.Errors = append(row.Errors, fmt.Sprintf("run %d: %s died without crashing at %s (%q); its log ends:\n%s",
+			i+1, host.Name, row.Failpoint, got, c.tail(host.Name, 15)))
+	}
+	t.disturb(at)
 	return nil
 }
 

@@ -50,14 +50,14 @@ type KillOptions struct {
 	Progress    io.Writer
 }
 
-// Kill runs the kill soak on the cluster (started).
-func Kill(ctx context.Context, c *Cluster, o KillOptions) (Report, error) {
+// withDefaults checks the components and fills in the defaults.
+func (o KillOptions) withDefaults() (KillOptions, error) {
 	if len(o.Components) == 0 {
 		o.Components = KillTargets
 	}
 	for _, comp := range o.Components {
 		if !slices.Contains(KillTargets, comp) {
-			return Report{}, fmt.Errorf("unknown component %q (known: %s)", comp, strings.Join(KillTargets, ","))
+			return o, fmt.Errorf("unknown component %q (known: %s)", comp, strings.Join(KillTargets, ","))
 		}
 	}
 	if o.Duration <= 0 {
@@ -72,54 +72,92 @@ func Kill(ctx context.Context, c *Cluster, o KillOptions) (Report, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
+	return o, nil
+}
+
+// soak is the state of one kill soak: the sales played and which component
+// disturbed each last.
+type soak struct {
+	mu     sync.Mutex
+	sales  []*Sale
+	lastBy map[*Sale]string
+	wg     sync.WaitGroup
+	next   atomic.Int64
+}
+
+// Kill runs the kill soak on the cluster (started).
+func Kill(ctx context.Context, c *Cluster, o KillOptions) (Report, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return Report{}, err
+	}
 	rep := Report{Started: time.Now()}
 	rows := map[string]*PointResult{}
 	for _, comp := range o.Components {
 		rows[comp] = &PointResult{Failpoint: "SIGKILL " + comp, Hosts: []string{comp}}
 		rep.Rows = append(rep.Rows, rows[comp])
 	}
-	var mu sync.Mutex
-	var sales []*Sale
-	lastBy := map[*Sale]string{}
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	next.Store(time.Now().UnixMilli())
+	sk := &soak{lastBy: map[*Sale]string{}}
+	sk.next.Store(time.Now().UnixMilli())
 
-	// Load: a new sale every second or so, at most four settling at once.
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
-	sem := make(chan struct{}, 4)
-	go func() {
-		for loadCtx.Err() == nil {
-			select {
-			case sem <- struct{}{}:
-			case <-loadCtx.Done():
-				return
-			}
-			s := &Sale{ActivityID: next.Add(1), Started: time.Now(), Codes: map[int]int{}}
-			mu.Lock()
-			sales = append(sales, s)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				if err := c.Drive(ctx, s); err != nil && ctx.Err() == nil {
-					s.Err = err
-				}
-				if err := c.AwaitSettled(ctx, s, o.Settle+o.Duration); err != nil && ctx.Err() == nil {
-					s.Err = err
-				}
-			}()
-			_ = waitGone(loadCtx, time.Second)
-		}
-	}()
+	go c.playSales(ctx, loadCtx, sk, o)
+	if err := c.killLoop(ctx, sk, rows, o); err != nil {
+		return rep, err
+	}
+	stopLoad()
+	sk.wg.Wait()
+	sk.tally(rows)
+	for _, row := range rep.Rows {
+		row.P50, row.P99 = percentile(row.Converge, 0.50), percentile(row.Converge, 0.99)
+	}
+	left, err := c.Leftovers(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Leftovers = left
+	rep.Duration = time.Since(rep.Started)
+	return rep, nil
+}
 
+// playSales is the load: a new sale every second or so, at most four
+// settling at once, until loadCtx ends.
+func (c *Cluster) playSales(ctx, loadCtx context.Context, sk *soak, o KillOptions) {
+	sem := make(chan struct{}, 4)
+	for loadCtx.Err() == nil {
+		select {
+		case sem <- struct{}{}:
+		case <-loadCtx.Done():
+			return
+		}
+		s := &Sale{ActivityID: sk.next.Add(1), Started: time.Now(), Codes: map[int]int{}}
+		sk.mu.Lock()
+		sk.sales = append(sk.sales, s)
+		sk.mu.Unlock()
+		sk.wg.Add(1)
+		go func() {
+			defer sk.wg.Done()
+			defer func() { <-sem }()
+			if err := c.Drive(ctx, s); err != nil && ctx.Err() == nil {
+				s.Err = err
+			}
+			if err := c.AwaitSettled(ctx, s, o.Settle+o.Duration); err != nil && ctx.Err() == nil {
+				s.Err = err
+			}
+		}()
+		_ = waitGone(loadCtx, time.Second)
+	}
+}
+
+// killLoop kills a random component every o.Every (±50%) for o.Duration and
+// marks every sale not yet converged as disturbed by it.
+func (c *Cluster) killLoop(ctx context.Context, sk *soak, rows map[string]*PointResult, o KillOptions) error {
 	end := time.Now().Add(o.Duration)
 	for time.Now().Before(end) {
 		wait := time.Duration(float64(o.Every) * (0.5 + rand.Float64())) // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id
 		if err := waitGone(ctx, wait); err != nil {
-			return rep, err
+			return err
 		}
 		comp := o.Components[rand.IntN(len(o.Components))] // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id
 		at := time.Now()
@@ -128,20 +166,23 @@ func Kill(ctx context.Context, c *Cluster, o KillOptions) (Report, error) {
 		}
 		rows[comp].Runs++
 		rows[comp].Crashes++
-		mu.Lock()
-		for _, s := range sales {
+		sk.mu.Lock()
+		for _, s := range sk.sales {
 			if _, conv := s.times(); conv.IsZero() {
 				s.Disturb(at)
-				lastBy[s] = comp
+				sk.lastBy[s] = comp
 			}
 		}
-		mu.Unlock()
+		sk.mu.Unlock()
 		fmt.Fprintf(o.Progress, "chaos: killed %s at %s (back in %s)\n", comp, at.Format("15:04:05"), time.Since(at).Round(100*time.Millisecond))
 	}
-	stopLoad()
-	wg.Wait()
-	for _, s := range sales {
-		comp := lastBy[s]
+	return nil
+}
+
+// tally charges each disturbed sale to the component that disturbed it last.
+func (sk *soak) tally(rows map[string]*PointResult) {
+	for _, s := range sk.sales {
+		comp := sk.lastBy[s]
 		if comp == "" {
 			continue // never disturbed: load, not a run
 		}
@@ -157,16 +198,6 @@ func Kill(ctx context.Context, c *Cluster, o KillOptions) (Report, error) {
 			row.Converge = append(row.Converge, s.ConvergeTime())
 		}
 	}
-	for _, row := range rep.Rows {
-		row.P50, row.P99 = percentile(row.Converge, 0.50), percentile(row.Converge, 0.99)
-	}
-	left, err := c.Leftovers(ctx)
-	if err != nil {
-		return rep, err
-	}
-	rep.Leftovers = left
-	rep.Duration = time.Since(rep.Started)
-	return rep, nil
 }
 
 // kill SIGKILLs comp, waits a random pause (up to 3 s) and brings it back.

@@ -1,8 +1,8 @@
-// Package demo runs a whole flash sale through the real system, in-process:
-// the gateway's HTTP API, RocketMQ, the saga starter, Temporal sagas, the
-// outbox relay and PostgreSQL, then checks the invariants. `seckill demo`
-// (the README's run command) and the end-to-end tests use it.
-package demo
+// Package flashsale plays a whole flash sale through the real system,
+// in-process: the gateway's HTTP API, RocketMQ, the saga starter, Temporal
+// sagas, the outbox relay and PostgreSQL, then checks the invariants.
+// `seckill demo` (the README's run command) and the end-to-end tests use it.
+package flashsale
 
 import (
 	"bytes"
@@ -66,9 +66,8 @@ type Report struct {
 // SKUID is the one SKU of a demo activity.
 const SKUID = 1
 
-// Run sells opts.Stock units to opts.Buyers concurrent buyers and waits until
-// every accepted reservation reached a final state.
-func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options) (Report, error) {
+// withDefaults fills in what opts leaves zero.
+func (opts Options) withDefaults() Options {
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
 	}
@@ -84,16 +83,30 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 	if opts.Failpoints == nil {
 		opts.Failpoints = &failpoint.Set{}
 	}
-	rep := Report{ActivityID: opts.ActivityID, SKUID: SKUID, HTTP: map[int]int{}}
+	return opts
+}
+
+// system is the gateway and every worker, in this process.
+type system struct {
+	cfg   config.Config
+	conns *app.Conns
+	base  string // the gateway's http://host:port
+	werr  chan error
+	close func()
+}
+
+// start opens the connections and starts the gateway on a free loopback
+// port and every worker.
+func start(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options) (*system, error) {
 	tel := app.NewTelemetry()
 	conns, err := app.Open(ctx, cfg, "seckill-demo", true, log, tel)
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
-	defer conns.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return rep, err
+		conns.Close()
+		return nil, err
 	}
 	base := "http://" + ln.Addr().String()
 	cfg.CallbackURL = base + "/v1/payments/callback" // the provider calls this process back
@@ -102,25 +115,74 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 	cfg.RateLimitIP = 0
 	h, err := app.APIHandler(cfg, conns, tel, opts.Failpoints, log)
 	if err != nil {
-		return rep, err
+		_ = ln.Close()
+		conns.Close()
+		return nil, err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
-	defer srv.Shutdown(context.WithoutCancel(ctx))
 
 	wctx, stopWorkers := context.WithCancel(ctx)
 	werr := make(chan error, 1)
 	go func() { werr <- app.RunWorkers(wctx, cfg, conns, app.AllParts, tel, opts.Failpoints, log) }()
-	defer func() {
+	return &system{cfg: cfg, conns: conns, base: base, werr: werr, close: func() {
 		stopWorkers()
 		<-werr
-	}()
+		_ = srv.Shutdown(context.WithoutCancel(ctx))
+		conns.Close()
+	}}, nil
+}
+
+// Run sells opts.Stock units to opts.Buyers concurrent buyers and waits until
+// every accepted reservation reached a final state.
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options) (Report, error) {
+	opts = opts.withDefaults()
+	rep := Report{ActivityID: opts.ActivityID, SKUID: SKUID, HTTP: map[int]int{}}
+	sys, err := start(ctx, cfg, log, opts)
+	if err != nil {
+		return rep, err
+	}
+	defer sys.close()
+	cfg, conns := sys.cfg, sys.conns
 
 	authn, err := app.Authenticator(cfg)
 	if err != nil {
 		return rep, err
 	}
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: opts.Concurrency}}
+	if err := setUp(ctx, client, sys, opts); err != nil {
+		return rep, err
+	}
+	rep.admit(ctx, client, authn.Mint, sys.base, opts)
+
+	drainStart := time.Now()
+	deadline := time.Now().Add(opts.Timeout)
+	var buyersRun *buyers
+	if opts.PaymentTimeout > 0 {
+		buyersRun = rep.startBuyers(ctx, cfg, conns, client, authn.Mint, sys.base, opts)
+	}
+	if err := rep.awaitFinal(ctx, conns, opts, deadline, sys.werr); err != nil {
+		return rep, err
+	}
+	if buyersRun != nil {
+		close(buyersRun.stop)
+		err := <-buyersRun.done
+		rep.Plan = buyersRun.plan
+		if err != nil {
+			return rep, err
+		}
+		if err := settle(ctx, conns, opts, deadline, sys.werr); err != nil {
+			return rep, err
+		}
+	}
+	rep.DrainTime = time.Since(drainStart)
+	rep.Snapshot, rep.Violations, err = invariants.Check(ctx, conns.Pool, conns.Redis, opts.ActivityID, SKUID, true)
+	return rep, err
+}
+
+// setUp creates the sale through the admin API and, with a shortfall,
+// lowers PostgreSQL's stock below Redis's.
+func setUp(ctx context.Context, client *http.Client, sys *system, opts Options) error {
 	now := time.Now()
 	payTimeout := 900
 	if opts.PaymentTimeout > 0 {
@@ -129,18 +191,23 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 	def := sale.Activity{ActivityID: opts.ActivityID, Name: fmt.Sprintf("demo %d", opts.ActivityID), StartsAt: now.Add(-time.Minute),
 		EndsAt: now.Add(time.Hour), PaymentTimeoutSeconds: payTimeout, OrderDeadlineSeconds: 300,
 		SKUs: []sale.SKU{{SKUID: SKUID, Stock: opts.Stock, PriceCents: 4999}}}
-	if err := post(ctx, client, base+"/v1/admin/activities", cfg.AdminToken, "", def, http.StatusOK); err != nil {
-		return rep, fmt.Errorf("sale set-up: %w", err)
+	if err := post(ctx, client, sys.base+"/v1/admin/activities", sys.cfg.AdminToken, "", def, http.StatusOK); err != nil {
+		return fmt.Errorf("sale set-up: %w", err)
 	}
 	if opts.PGShortfall > 0 {
-		if _, err := conns.Pool.Exec(ctx, `UPDATE sku_inventory SET initial_stock = initial_stock - $3, available_stock = available_stock - $3
+		if _, err := sys.conns.Pool.Exec(ctx, `UPDATE sku_inventory SET initial_stock = initial_stock - $3, available_stock = available_stock - $3
 			WHERE activity_id = $1 AND sku_id = $2`, opts.ActivityID, SKUID, opts.PGShortfall); err != nil {
-			return rep, fmt.Errorf("lower PostgreSQL stock: %w", err)
+			return fmt.Errorf("lower PostgreSQL stock: %w", err)
 		}
 	}
 	fmt.Fprintf(opts.Progress, "sale %d: %d units in Redis, %d in PostgreSQL; %d buyers, %d at a time\n",
 		opts.ActivityID, opts.Stock, opts.Stock-opts.PGShortfall, opts.Buyers, opts.Concurrency)
+	return nil
+}
 
+// admit lets opts.Buyers buyers race for the stock, opts.Concurrency at a
+// time, and counts their answers.
+func (r *Report) admit(ctx context.Context, client *http.Client, mint func(int64, time.Duration) (string, error), base string, opts Options) {
 	start := time.Now()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -150,9 +217,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 		go func() {
 			defer wg.Done()
 			for u := range jobs {
-				code := buy(ctx, client, authn.Mint, base, opts.ActivityID, int64(u))
+				code := buy(ctx, client, mint, base, opts.ActivityID, int64(u))
 				mu.Lock()
-				rep.HTTP[code]++
+				r.HTTP[code]++
 				mu.Unlock()
 			}
 		}()
@@ -162,59 +229,43 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 	}
 	close(jobs)
 	wg.Wait()
-	rep.AdmitTime = time.Since(start)
-	rep.Accepted = rep.HTTP[http.StatusAccepted]
-	fmt.Fprintf(opts.Progress, "admission done in %s: %v (202 = QUEUED, 409 = sold out)\n", rep.AdmitTime.Round(time.Millisecond), rep.HTTP)
+	r.AdmitTime = time.Since(start)
+	r.Accepted = r.HTTP[http.StatusAccepted]
+	fmt.Fprintf(opts.Progress, "admission done in %s: %v (202 = QUEUED, 409 = sold out)\n", r.AdmitTime.Round(time.Millisecond), r.HTTP)
+}
 
-	drainStart := time.Now()
-	deadline := time.Now().Add(opts.Timeout)
-	var buyersRun *buyers
-	if opts.PaymentTimeout > 0 {
-		buyersRun = rep.startBuyers(ctx, cfg, conns, client, authn.Mint, base, opts)
-	}
+// awaitFinal waits until every accepted reservation is final and Redis holds
+// nothing open, printing progress every second.
+func (r *Report) awaitFinal(ctx context.Context, conns *app.Conns, opts Options, deadline time.Time, werr <-chan error) error {
 	lastPrint := time.Time{}
 	for {
-		if err := rep.count(ctx, conns, opts.ActivityID); err != nil {
-			return rep, err
+		if err := r.count(ctx, conns, opts.ActivityID); err != nil {
+			return err
 		}
-		done := rep.Orders + rep.Compensated + rep.Manual
+		done := r.Orders + r.Compensated + r.Manual
 		snap, err := invariants.Take(ctx, conns.Pool, conns.Redis, opts.ActivityID, SKUID)
 		if err != nil {
-			return rep, err
+			return err
 		}
-		if done >= int64(rep.Accepted) && snap.RedisOpen == 0 {
-			break
+		if done >= int64(r.Accepted) && snap.RedisOpen == 0 {
+			return nil
 		}
 		if time.Since(lastPrint) >= time.Second {
 			fmt.Fprintf(opts.Progress, "sagas: %d/%d final (orders %d, compensated %d, manual %d), redis open_reserved %d\n",
-				done, rep.Accepted, rep.Orders, rep.Compensated, rep.Manual, snap.RedisOpen)
+				done, r.Accepted, r.Orders, r.Compensated, r.Manual, snap.RedisOpen)
 			lastPrint = time.Now()
 		}
 		if time.Now().After(deadline) {
-			return rep, fmt.Errorf("not quiescent after %s: %d of %d reservations final, redis open_reserved %d", opts.Timeout, done, rep.Accepted, snap.RedisOpen)
+			return fmt.Errorf("not quiescent after %s: %d of %d reservations final, redis open_reserved %d", opts.Timeout, done, r.Accepted, snap.RedisOpen)
 		}
 		select {
 		case <-ctx.Done():
-			return rep, ctx.Err()
+			return ctx.Err()
 		case err := <-werr:
-			return rep, fmt.Errorf("workers stopped: %w", err)
+			return fmt.Errorf("workers stopped: %w", err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	if buyersRun != nil {
-		close(buyersRun.stop)
-		err := <-buyersRun.done
-		rep.Plan = buyersRun.plan
-		if err != nil {
-			return rep, err
-		}
-		if err := settle(ctx, conns, opts, deadline, werr); err != nil {
-			return rep, err
-		}
-	}
-	rep.DrainTime = time.Since(drainStart)
-	rep.Snapshot, rep.Violations, err = invariants.Check(ctx, conns.Pool, conns.Redis, opts.ActivityID, SKUID, true)
-	return rep, err
 }
 
 func (r *Report) count(ctx context.Context, conns *app.Conns, activityID int64) error {

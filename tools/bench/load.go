@@ -65,6 +65,31 @@ type LoadResult struct {
 	Stopped    string // why the phase ended early, if it did
 }
 
+// loadRun is the state the workers of one Run share.
+type loadRun struct {
+	l                   Load
+	maxBad              int
+	lat                 []time.Duration
+	done                []bool
+	next, finished, bad atomic.Int64
+	outs                []loadWorker
+	stopOnce            sync.Once
+	stopped             string
+	cancel              context.CancelFunc
+}
+
+// loadWorker is what one worker saw.
+type loadWorker struct {
+	status   map[int]int
+	expected int
+	bad      int
+	samples  []string
+}
+
+func (r *loadRun) stop(why string) {
+	r.stopOnce.Do(func() { r.stopped = why; r.cancel() })
+}
+
 // Run drives the load until every request is answered, ctx ends, or too many
 // unexpected answers arrive.
 func (l Load) Run(ctx context.Context) LoadResult {
@@ -74,21 +99,8 @@ func (l Load) Run(ctx context.Context) LoadResult {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lat := make([]time.Duration, l.Requests)
-	done := make([]bool, l.Requests)
-	var next, finished, bad atomic.Int64
-	type workerOut struct {
-		status   map[int]int
-		expected int
-		bad      int
-		samples  []string
-	}
-	outs := make([]workerOut, l.Concurrency)
-	var stopOnce sync.Once
-	var stopped string
-	stop := func(why string) {
-		stopOnce.Do(func() { stopped = why; cancel() })
-	}
+	r := &loadRun{l: l, maxBad: maxBad, lat: make([]time.Duration, l.Requests), done: make([]bool, l.Requests),
+		outs: make([]loadWorker, l.Concurrency), cancel: cancel}
 
 	start := time.Now()
 	var progressWG sync.WaitGroup
@@ -96,16 +108,7 @@ func (l Load) Run(ctx context.Context) LoadResult {
 		progressWG.Add(1)
 		go func() {
 			defer progressWG.Done()
-			t := time.NewTicker(l.ProgressEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					l.Progress(int(finished.Load()), time.Since(start))
-				}
-			}
+			r.progress(ctx, start)
 		}()
 	}
 
@@ -114,62 +117,87 @@ func (l Load) Run(ctx context.Context) LoadResult {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			o := workerOut{status: map[int]int{}}
-			buf := make([]byte, 0, 1024)
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= l.Requests || ctx.Err() != nil {
-					break
-				}
-				req, err := http.NewRequestWithContext(ctx, l.Method, l.URL, nil)
-				if err != nil {
-					stop("build request: " + err.Error())
-					break
-				}
-				l.Header(i, req.Header)
-				t0 := time.Now()
-				resp, err := l.Client.Do(req)
-				var status int
-				if err == nil {
-					buf, err = readBody(resp.Body, buf[:0])
-					status = resp.StatusCode
-				}
-				lat[i] = time.Since(t0)
-				if ctx.Err() != nil && err != nil {
-					break // cancelled: not an outcome of the server
-				}
-				done[i] = true
-				finished.Add(1)
-				o.status[status]++
-				if err == nil && l.Expect(status, buf) {
-					o.expected++
-					continue
-				}
-				o.bad++
-				if len(o.samples) < 5 {
-					if err != nil {
-						o.samples = append(o.samples, "transport: "+err.Error())
-					} else {
-						o.samples = append(o.samples, fmt.Sprintf("HTTP %d: %s", status, strings.TrimSpace(string(buf))))
-					}
-				}
-				if bad.Add(1) >= int64(maxBad) {
-					stop(fmt.Sprintf("%d unexpected answers", maxBad))
-				}
-			}
-			outs[w] = o
+			r.outs[w] = r.work(ctx)
 		}(w)
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
 	cancel()
 	progressWG.Wait()
-	if stopped == "" && ctx.Err() != nil && int(finished.Load()) < l.Requests {
-		stopped = "context ended"
+	if r.stopped == "" && ctx.Err() != nil && int(r.finished.Load()) < l.Requests {
+		r.stopped = "context ended"
 	}
+	return r.result(elapsed)
+}
 
-	res := LoadResult{Status: map[int]int{}, Elapsed: elapsed, Stopped: stopped}
-	for _, o := range outs {
+// progress calls Progress every ProgressEvery until ctx ends.
+func (r *loadRun) progress(ctx context.Context, start time.Time) {
+	t := time.NewTicker(r.l.ProgressEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.l.Progress(int(r.finished.Load()), time.Since(start))
+		}
+	}
+}
+
+// work is one worker: it sends the next request as soon as the previous
+// answer is read, until the requests run out or the run stops.
+func (r *loadRun) work(ctx context.Context) loadWorker {
+	l := r.l
+	o := loadWorker{status: map[int]int{}}
+	buf := make([]byte, 0, 1024)
+	for {
+		i := int(r.next.Add(1)) - 1
+		if i >= l.Requests || ctx.Err() != nil {
+			break
+		}
+		req, err := http.NewRequestWithContext(ctx, l.Method, l.URL, nil)
+		if err != nil {
+			r.stop("build request: " + err.Error())
+			break
+		}
+		l.Header(i, req.Header)
+		t0 := time.Now()
+		resp, err := l.Client.Do(req)
+		var status int
+		if err == nil {
+			buf, err = readBody(resp.Body, buf[:0])
+			status = resp.StatusCode
+		}
+		r.lat[i] = time.Since(t0)
+		if ctx.Err() != nil && err != nil {
+			break // cancelled: not an outcome of the server
+		}
+		r.done[i] = true
+		r.finished.Add(1)
+		o.status[status]++
+		if err == nil && l.Expect(status, buf) {
+			o.expected++
+			continue
+		}
+		o.bad++
+		if len(o.samples) < 5 {
+			if err != nil {
+				o.samples = append(o.samples, "transport: "+err.Error())
+			} else {
+				o.samples = append(o.samples, fmt.Sprintf("HTTP %d: %s", status, strings.TrimSpace(string(buf))))
+			}
+		}
+		if r.bad.Add(1) >= int64(r.maxBad) {
+			r.stop(fmt.Sprintf("%d unexpected answers", r.maxBad))
+		}
+	}
+	return o
+}
+
+// result merges the workers' counts and the answered requests' latencies.
+func (r *loadRun) result(elapsed time.Duration) LoadResult {
+	res := LoadResult{Status: map[int]int{}, Elapsed: elapsed, Stopped: r.stopped}
+	for _, o := range r.outs {
 		for s, n := range o.status {
 			res.Status[s] += n
 		}
@@ -181,10 +209,10 @@ func (l Load) Run(ctx context.Context) LoadResult {
 			}
 		}
 	}
-	res.Latencies = make([]time.Duration, 0, finished.Load())
-	for i, ok := range done {
+	res.Latencies = make([]time.Duration, 0, r.finished.Load())
+	for i, ok := range r.done {
 		if ok {
-			res.Latencies = append(res.Latencies, lat[i])
+			res.Latencies = append(res.Latencies, r.lat[i])
 		}
 	}
 	res.Requests = len(res.Latencies)

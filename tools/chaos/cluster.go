@@ -133,6 +133,18 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	c.cfg.PostgresDSN = dsn
 	c.cfg.RedisDB = o.Kind.RedisDB
 	c.cfg.TemporalTaskQueue = "chaos-" + randomHex(4)
+	c.addProcs(o, dsn, ports)
+	if err := c.openClients(ctx, dsn); err != nil {
+		return nil, err
+	}
+	c.provider = &paysim.Client{BaseURL: c.cfg.PaysimURL, MerchantKey: c.cfg.PaysimMerchantKey}
+	ok = true
+	return c, nil
+}
+
+// addProcs defines the cluster's processes (not started): the gateway and
+// the workers split by part, each with its metrics port and its log.
+func (c *Cluster) addProcs(o ClusterOptions, dsn string, ports []int) {
 	env := []string{
 		"SECKILL_PG_DSN=" + dsn,
 		"SECKILL_REDIS_DB=" + strconv.Itoa(o.Kind.RedisDB),
@@ -164,22 +176,25 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	add(ProcStarter, ports[2], "worker", "--only", "starter")
 	add(ProcSaga, ports[3], "worker", "--only", "saga")
 	add(ProcRest, ports[4], "worker", "--only", "senddue,outbox,deadletter,refunds")
+}
 
+// openClients opens the cluster's own clients of the stores, to drive and
+// judge the sales.
+func (c *Cluster) openClients(ctx context.Context, dsn string) error {
+	var err error
 	if c.Pool, err = pg.Open(ctx, dsn, 8); err != nil {
-		return nil, err
+		return err
 	}
-	if c.Redis, err = redisx.OpenDB(ctx, c.cfg.RedisAddr, o.Kind.RedisDB, 16); err != nil {
-		return nil, err
+	if c.Redis, err = redisx.OpenDB(ctx, c.cfg.RedisAddr, c.kind.RedisDB, 16); err != nil {
+		return err
 	}
 	if c.Temporal, err = temporalx.Dial(ctx, c.cfg.TemporalAddress, c.cfg.TemporalNamespace, slog.New(slog.DiscardHandler)); err != nil {
-		return nil, err
+		return err
 	}
 	if c.auth, err = app.Authenticator(c.cfg); err != nil {
-		return nil, err
+		return err
 	}
-	c.provider = &paysim.Client{BaseURL: c.cfg.PaysimURL, MerchantKey: c.cfg.PaysimMerchantKey}
-	ok = true
-	return c, nil
+	return nil
 }
 
 // Start starts every process without failpoints and waits until the saga

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -205,3 +206,28 @@ func (r *Report) WriteText(w io.Writer) {
 
 // MS converts a duration to milliseconds.
 func MS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// progressTo returns a progress printer: one line on w per call, prefixed.
+func progressTo(w io.Writer, prefix string) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		fmt.Fprintf(w, prefix+format+"\n", args...)
+	}
+}
+
+// writeReport prints rep to stdout, as indented JSON or with text, and turns
+// the run's failures into its error.
+func writeReport(stdout io.Writer, asJSON bool, rep any, text func(io.Writer), failures *[]string) error {
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		text(stdout)
+	}
+	if len(*failures) > 0 {
+		return fmt.Errorf("bench failed: %s", strings.Join(*failures, "; "))
+	}
+	return nil
+}

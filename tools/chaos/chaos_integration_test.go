@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/internal/chaos"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/tools/chaos"
 )
 
 // buildSeckill builds the real binary the cluster runs.

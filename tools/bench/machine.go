@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func (e *benchEnv) sample(ctx context.Context) (CPUSample, error) {
+	s := CPUSample{At: time.Now(), Self: SelfCPU(), Procs: ReadProcTicks()}
+	if me, ok := s.Procs[os.Getpid()]; ok {
+		me.Name = benchSelf
+		s.Procs[os.Getpid()] = me
+	}
+	busy, total, err := ReadMachineCPU()
+	if err != nil {
+		return s, err
+	}
+	s.MachineBusy, s.MachineTotal = busy, total
+	info, err := e.rdb.Info(ctx, "cpu", "persistence").Result()
+	if err != nil {
+		return s, fmt.Errorf("redis INFO cpu persistence: %w", err)
+	}
+	s.AOFRewrites = InfoInt(info, "aof_rewrites") + InfoInt(info, "rdb_saves")
+	s.Redis, s.RedisForks, err = ParseRedisCPU(info)
+	return s, err
+}
+
+// benchSelf names this process (gateway + load generator) in process lists.
+const benchSelf = "bench (this process)"
+
+// benchParticipants are the processes on the measured paths; CPU used by
+// any other process (and unattributed machine time) is other work that ran
+// on the machine during a case and took cores from it.
+var benchParticipants = map[string]bool{benchSelf: true, "redis-server": true, "redis-benchmark": true,
+	"rocketmq-broker": true, "rocketmq-namesrv": true}
+
+// otherWork is the share of the machine's capacity (%) used during a case by
+// anything off the measured path: other processes (including ones that came
+// and went between snapshots) and kernel time not charged to a process.
+func otherWork(u CPUUse, d []ProcCPU, ncpu int) float64 {
+	participants := u.Self + u.Child + u.RedisForks
+	for _, p := range d {
+		if benchParticipants[p.Name] && p.Name != benchSelf && p.Name != "redis-benchmark" {
+			participants += p.Seconds
+		}
+	}
+	if u.Wall <= 0 || ncpu <= 0 {
+		return 0
+	}
+	return 100 * max(0, u.Machine-participants) / (u.Wall.Seconds() * float64(ncpu))
+}
+
+// topProcs lists the 5 busiest processes and, last, the machine time no
+// listed-or-not process accounts for (processes that started and ended
+// within the case, e.g. a compiler run by someone else, and kernel work).
+func topProcs(u CPUUse, d []ProcCPU, n int) []ProcCost {
+	if u.RedisForks > 0 {
+		d = withChild(d, "redis-server forks (AOF rewrite)", time.Duration(u.RedisForks*float64(time.Second)))
+	}
+	var seen float64
+	for _, p := range d {
+		seen += p.Seconds
+	}
+	top := TopProcs(d, n, 5)
+	if rest := u.Machine - seen; rest > 0 && n > 0 {
+		top = append(top, ProcCost{Name: "unattributed", US: rest * 1e6 / float64(n)})
+	}
+	return top
+}
+
+// machineBusy measures how busy the machine is (% of all CPUs) over d.
+func machineBusy(ctx context.Context, d time.Duration) (float64, error) {
+	b0, t0, err := ReadMachineCPU()
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(d):
+	}
+	b1, t1, err := ReadMachineCPU()
+	if err != nil || t1 == t0 {
+		return 0, errors.Join(err, errors.New("no CPU time passed"))
+	}
+	return 100 * float64(b1-b0) / float64(t1-t0), nil
+}
+
+// snapshots mentions Redis persistence forks (AOF rewrite, RDB save) that
+// ran during a case: they take CPU and slow the main thread (copy-on-write).
+func snapshots(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; Redis AOF rewrites/RDB saves during the case: %d", n)
+}
+
+// withChild adds a child process that exited before the second snapshot.
+func withChild(d []ProcCPU, name string, cpu time.Duration) []ProcCPU {
+	d = append(d, ProcCPU{Name: name, Seconds: cpu.Seconds()})
+	sort.SliceStable(d, func(i, j int) bool { return d[i].Seconds > d[j].Seconds })
+	return d
+}
+
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path) // #nosec G304 -- a path the operator or the harness chose (a file it names on the command line, a pid or log file of the stack)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
+}
+
+func memTotalGiB() float64 {
+	raw, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / (1 << 20)
+		}
+	}
+	return 0
+}
+
+// waitForIdle waits up to d for the machine to be under 20% busy (shared
+// machines); it starts anyway after d.
+func waitForIdle(ctx context.Context, d time.Duration, progress func(string, ...any)) {
+	if d <= 0 {
+		return
+	}
+	deadline := time.Now().Add(d)
+	for {
+		busy, err := machineBusy(ctx, 2*time.Second)
+		if err != nil || busy < 20 {
+			return
+		}
+		if time.Now().After(deadline) {
+			progress("machine still %.0f%% busy after --wait-idle %s: starting anyway", busy, d)
+			return
+		}
+		progress("machine %.0f%% busy: waiting for it to quieten", busy)
+	}
+}
+
+// busyBefore measures how busy the machine is over a second before the run
+// (0 if it cannot tell).
+func busyBefore(ctx context.Context, cpus int, progress func(string, ...any)) float64 {
+	before, err := machineBusy(ctx, time.Second)
+	if err != nil {
+		return 0
+	}
+	progress("machine busy before the run: %.0f%% of %d CPUs", before, cpus)
+	return before
+}
