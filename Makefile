@@ -54,11 +54,12 @@ fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "fuzz $$pkg $$fn for $(FUZZ_TIME)"; $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZ_TIME) $$pkg; done
 
-## lint: gofmt, go vet (with and without failpoints), workflowcheck (workflow code stays deterministic), gosec
+## lint: gofmt, go vet (with and without failpoints), the architecture rules (tools/archlint), workflowcheck (workflow code stays deterministic), gosec
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags failpoints ./...
+	$(GO) run ./tools/archlint
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 	$(GO) run github.com/securego/gosec/v2/cmd/gosec@v2.30.0 -quiet ./...
 

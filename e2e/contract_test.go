@@ -18,7 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/tools/chaos"
 )

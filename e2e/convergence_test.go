@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/activities"
-	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/checkout"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/events"

@@ -24,7 +24,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/seckill/seckill/activities"
-	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/reservation"

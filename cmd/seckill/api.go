@@ -5,7 +5,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill/api"
-	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/metrics"
 )

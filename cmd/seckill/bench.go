@@ -26,7 +26,7 @@ sold-out SKU, then measures in one run:
   raw EVALSHA in-stock / sold-out   redis-benchmark -c C -n N EVALSHA <reserve.lua sha> 6 ...,
                                     every call a distinct random user (__rand_int__)
   HTTP in-stock / sold-out          an in-process gateway composed like "seckill api"
-                                    (internal/app: real Reserver, Redis, RocketMQ producer) on a
+                                    (app/: real Reserver, Redis, RocketMQ producer) on a
                                     free 127.0.0.1 port, driven by C keep-alive workers, N
                                     requests, each a distinct user with its own token and
                                     Idempotency-Key; the rate limits on (set too high to

@@ -31,7 +31,7 @@ activity, and measures in one run:
   (c) sagas          N reservations admitted by lua/reserve.lua in Redis (the backlog), then
                      started by the saga starter's code (sagastarter.Starter.Handle: inbox row +
                      ExecuteWorkflow) from --starters goroutines while an in-process saga worker
-                     (internal/app, part "saga", its own task queue) runs them; drained = every
+                     (app/, part "saga", its own task queue) runs them; drained = every
                      order created in PostgreSQL and projected onto Redis
 
 and prints tx/s with p50/p99, the ratio b/a against its target (>= 0.80), sagas/s and the drain

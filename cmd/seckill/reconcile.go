@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/pg"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/workers/reconciler"

@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/ids"

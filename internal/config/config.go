@@ -197,6 +197,19 @@ func (e *FieldError) Error() string {
 
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
+	for _, check := range []func() error{c.validateRequired, c.validateNetwork, c.validateSecrets} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if c.Env != EnvDevelopment {
+		return c.refuseDevSecrets()
+	}
+	return nil
+}
+
+// validateRequired checks the settings that must be positive or non-empty.
+func (c Config) validateRequired() error {
 	positive := []struct {
 		name string
 		v    int64
@@ -240,6 +253,11 @@ func (c Config) Validate() error {
 			return &FieldError{Var: p.name, Reason: "must not be empty"}
 		}
 	}
+	return nil
+}
+
+// validateNetwork checks addresses, limits, the environment and the log level.
+func (c Config) validateNetwork() error {
 	if len(c.RocketMQNameServers) == 0 || strings.TrimSpace(c.RocketMQNameServers[0]) == "" {
 		return &FieldError{Var: "SECKILL_ROCKETMQ_NAMESRV", Reason: "must name at least one host:port"}
 	}
@@ -253,6 +271,16 @@ func (c Config) Validate() error {
 	if c.Env != EnvProduction && c.Env != EnvDevelopment {
 		return &FieldError{Var: "SECKILL_ENV", Value: c.Env, Reason: "must be production or development"}
 	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return &FieldError{Var: "SECKILL_LOG_LEVEL", Value: c.LogLevel, Reason: "must be debug, info, warn or error"}
+	}
+	return nil
+}
+
+// validateSecrets checks keys, tokens' lifetime and the callback secret.
+func (c Config) validateSecrets() error {
 	if _, err := c.IDKeys(); err != nil {
 		return err
 	}
@@ -267,14 +295,6 @@ func (c Config) Validate() error {
 	}
 	if c.CallbackTolerance <= 0 || c.CallbackTolerance > time.Hour {
 		return &FieldError{Var: "SECKILL_CALLBACK_TOLERANCE", Value: c.CallbackTolerance.String(), Reason: "must be between 0 and 1h"}
-	}
-	switch c.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		return &FieldError{Var: "SECKILL_LOG_LEVEL", Value: c.LogLevel, Reason: "must be debug, info, warn or error"}
-	}
-	if c.Env != EnvDevelopment {
-		return c.refuseDevSecrets()
 	}
 	return nil
 }

@@ -142,6 +142,13 @@ func Check(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activityI
 	if s.RedisCompensated > s.PGCompensated {
 		add("I4", "Redis gave back %d units for %d authorized compensations", s.RedisCompensated, s.PGCompensated)
 	}
+	checkMoney(s, quiescent, add)
+	checkStock(s, quiescent, add)
+	return s, out, nil
+}
+
+// checkMoney adds the violations of I5 and I6 (paid orders, refunds, open orders).
+func checkMoney(s Snapshot, quiescent bool, add func(inv, format string, a ...any)) {
 	if s.PaidButReleased > 0 {
 		add("I5", "%d PAID orders had their stock released (a paid order was cancelled)", s.PaidButReleased)
 	}
@@ -168,6 +175,10 @@ func Check(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activityI
 	if s.OpenOrders > 0 {
 		add("I6", "%d orders still open (CREATED, PAYING, CANCEL_PENDING) more than %s past their payment deadline", s.OpenOrders, OverdueGrace)
 	}
+}
+
+// checkStock adds the violations of I7 (stock conservation) and of negative stock.
+func checkStock(s Snapshot, quiescent bool, add func(inv, format string, a ...any)) {
 	if d := s.PGInitial - s.PGAvailable - s.PGOccupied - s.PGSold; d != 0 {
 		add("I7", "PostgreSQL initial %d != available %d + occupied %d + sold %d (delta %d)", s.PGInitial, s.PGAvailable, s.PGOccupied, s.PGSold, d)
 	}
@@ -182,5 +193,4 @@ func Check(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activityI
 			add("I1", "negative Redis available %d", s.RedisAvailable)
 		}
 	}
-	return s, out, nil
 }

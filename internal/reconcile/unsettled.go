@@ -88,22 +88,8 @@ func (r *Reconciler) unsettledPage(ctx context.Context, k lua.Keys, rep *Report,
 	for id := range overdue {
 		ids = append(ids, id)
 	}
-	rows, err := r.pool.Query(ctx, `SELECT reservation_id, status FROM inventory_reservation WHERE reservation_id = ANY($1)`, ids)
+	known, err := r.pgStatuses(ctx, ids)
 	if err != nil {
-		return len(rids), fmt.Errorf("read reservations: %w", err)
-	}
-	known := map[uuid.UUID]state.Reservation{}
-	for rows.Next() {
-		var id uuid.UUID
-		var st state.Reservation
-		if err := rows.Scan(&id, &st); err != nil {
-			rows.Close()
-			return len(rids), err
-		}
-		known[id] = st
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return len(rids), err
 	}
 	for _, id := range ids {
@@ -130,4 +116,27 @@ func (r *Reconciler) unsettledPage(ctx context.Context, k lua.Keys, rep *Report,
 		})
 	}
 	return len(rids), nil
+}
+
+// pgStatuses reads the PostgreSQL status of each reservation that has a row.
+func (r *Reconciler) pgStatuses(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]state.Reservation, error) {
+	rows, err := r.pool.Query(ctx, `SELECT reservation_id, status FROM inventory_reservation WHERE reservation_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read reservations: %w", err)
+	}
+	known := map[uuid.UUID]state.Reservation{}
+	for rows.Next() {
+		var id uuid.UUID
+		var st state.Reservation
+		if err := rows.Scan(&id, &st); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read reservations: %w", err)
+		}
+		known[id] = st
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read reservations: %w", err)
+	}
+	return known, nil
 }

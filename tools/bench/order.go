@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/logx"
 	"github.com/seckill/seckill/internal/reservation"

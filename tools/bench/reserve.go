@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/logx"
@@ -103,7 +103,7 @@ func RunReserve(ctx context.Context, sys config.Config, o ReserveOptions, stdout
 
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	// The gateway's connections, composed like `seckill api` (internal/app).
+	// The gateway's connections, composed like `seckill api` (app/).
 	// Only the reservation key TTL differs (benchTTL, see there).
 	cfg := sys
 	cfg.ReservationTTL = benchTTL

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckill/seckill/api"
-	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/failpoint"
 )

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/mq"

@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/seckill/seckill/internal/app"
+	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/invariants"

@@ -193,32 +193,13 @@ func replayOne(ctx context.Context, pool *pgxpool.Pool, pub reservation.Publishe
 		}
 		return it, nil
 	}
-	ids := make([]int64, len(copies))
-	for i, c := range copies {
-		ids[i] = c.id
-	}
-	// replay_count counts replays of the message_id, across the copies of earlier replays too.
-	rows, err = tx.Query(ctx, `
-		WITH n AS (
-			SELECT coalesce(max(replay_count), 0) + 1 AS n FROM message_quarantine
-			WHERE source = $1 AND consumer_group = $2 AND message_id = $3)
-		UPDATE message_quarantine SET replayed_at = clock_timestamp(), replay_count = (SELECT n FROM n)
-		WHERE quarantine_id = ANY($4) AND replayed_at IS NULL
-		RETURNING replay_count`, SourceDLQ, opts.Group, messageID, ids)
-	var counts []int
-	if err == nil {
-		counts, err = pgx.CollectRows(rows, pgx.RowTo[int])
-	}
-	if err == nil && len(counts) != len(ids) {
-		// cannot happen while the rows are locked; never report a half-marked replay as done
-		err = fmt.Errorf("marked %d of %d rows", len(counts), len(ids))
-	}
+	count, err := markReplayed(ctx, tx, opts.Group, messageID, copies)
 	if err != nil {
 		// The rollback leaves every row unreplayed: a rerun sends it once more, which consumers dedupe.
 		it.Outcome, it.Detail = Failed, fmt.Sprintf("sent as %s but not marked replayed: %v", res.MsgID, err)
 		return it, nil
 	}
-	it.ReplayCount = counts[0]
+	it.ReplayCount = count
 	if err := tx.Commit(ctx); err != nil {
 		// Unknown whether the mark was stored: a rerun may send it once more, which consumers dedupe.
 		it.Outcome, it.Detail = Failed, fmt.Sprintf("sent as %s; marking it replayed: commit outcome unknown: %v", res.MsgID, err)
@@ -226,6 +207,34 @@ func replayOne(ctx context.Context, pool *pgxpool.Pool, pub reservation.Publishe
 	}
 	it.Outcome, it.BrokerMsgID = Replayed, res.MsgID
 	return it, nil
+}
+
+// markReplayed marks the copies replayed and returns the message_id's
+// replay count (across the copies of earlier replays too).
+func markReplayed(ctx context.Context, tx pgx.Tx, group, messageID string, copies []dlqCopy) (int, error) {
+	ids := make([]int64, len(copies))
+	for i, c := range copies {
+		ids[i] = c.id
+	}
+	rows, err := tx.Query(ctx, `
+		WITH n AS (
+			SELECT coalesce(max(replay_count), 0) + 1 AS n FROM message_quarantine
+			WHERE source = $1 AND consumer_group = $2 AND message_id = $3)
+		UPDATE message_quarantine SET replayed_at = clock_timestamp(), replay_count = (SELECT n FROM n)
+		WHERE quarantine_id = ANY($4) AND replayed_at IS NULL
+		RETURNING replay_count`, SourceDLQ, group, messageID, ids)
+	if err != nil {
+		return 0, err
+	}
+	counts, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return 0, err
+	}
+	if len(counts) != len(ids) {
+		// cannot happen while the rows are locked; never report a half-marked replay as done
+		return 0, fmt.Errorf("marked %d of %d rows", len(counts), len(ids))
+	}
+	return counts[0], nil
 }
 
 // replayMessage rebuilds the message the gateway sent (internal/reservation:

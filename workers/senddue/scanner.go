@@ -173,30 +173,8 @@ func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string) {
 		s.rdb.ZRem(ctx, k.SendDue(), ridText)
 		return
 	}
-	h, err := s.rdb.HGetAll(ctx, k.Reservation(ridText)).Result()
-	if err != nil {
-		return // lease runs out; claimed again later
-	}
-	if len(h) == 0 {
-		// Hash gone: recorded (counted, removed from send_due); reconciliation
-		// decides from PostgreSQL. Never a silent drop.
-		if _, err := reservation.MarkSent(ctx, s.rdb, k, rid, reservation.Sent{Outcome: reservation.OutcomeFailed, ErrText: "reservation hash missing"}); err == nil {
-			s.unsent.forget(ridText)
-			s.m.SendMissing.Inc()
-			s.log.Error("reservation.mq_resend_missing", "reservation_id", ridText, "activity_id", k.ActivityID, "sku_id", k.SKUID)
-		}
-		return
-	}
-	f, err := reservation.ParseFields(h)
-	if err != nil {
-		s.log.Error("senddue.bad_reservation", "reservation_id", ridText, "error", err)
-		return
-	}
-	if state.Reservation(f.Status) != state.ReservationReserved {
-		// Settled (an order projected, or the unit compensated) by a path that
-		// did not take it out of send_due (a hash rebuilt by reconciliation).
-		s.rdb.ZRem(ctx, k.SendDue(), ridText)
-		s.unsent.forget(ridText)
+	f, ok := s.pending(ctx, k, rid, ridText)
+	if !ok {
 		return
 	}
 	now := s.now()
@@ -246,6 +224,39 @@ func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string) {
 	default: // settled or missing meanwhile
 		s.unsent.forget(ridText)
 	}
+}
+
+// pending reads a claimed reservation and reports whether it still waits
+// for its message (RESERVED in Redis). A missing hash is recorded and
+// counted, a settled one is taken out of send_due.
+func (s *Scanner) pending(ctx context.Context, k lua.Keys, rid uuid.UUID, ridText string) (f reservation.Fields, ok bool) {
+	h, err := s.rdb.HGetAll(ctx, k.Reservation(ridText)).Result()
+	if err != nil {
+		return f, false // lease runs out; claimed again later
+	}
+	if len(h) == 0 {
+		// Hash gone: recorded (counted, removed from send_due); reconciliation
+		// decides from PostgreSQL. Never a silent drop.
+		if _, err := reservation.MarkSent(ctx, s.rdb, k, rid, reservation.Sent{Outcome: reservation.OutcomeFailed, ErrText: "reservation hash missing"}); err == nil {
+			s.unsent.forget(ridText)
+			s.m.SendMissing.Inc()
+			s.log.Error("reservation.mq_resend_missing", "reservation_id", ridText, "activity_id", k.ActivityID, "sku_id", k.SKUID)
+		}
+		return f, false
+	}
+	f, err = reservation.ParseFields(h)
+	if err != nil {
+		s.log.Error("senddue.bad_reservation", "reservation_id", ridText, "error", err)
+		return f, false
+	}
+	if state.Reservation(f.Status) != state.ReservationReserved {
+		// Settled (an order projected, or the unit compensated) by a path that
+		// did not take it out of send_due (a hash rebuilt by reconciliation).
+		s.rdb.ZRem(ctx, k.SendDue(), ridText)
+		s.unsent.forget(ridText)
+		return f, false
+	}
+	return f, true
 }
 
 // backoff is base·2^(attempt-1), capped at limit.

@@ -1,0 +1,120 @@
+// Command archlint checks the architecture rules `make lint` enforces
+// (docs/architecture.md, "Layers and rules"):
+//
+//   - the domain (internal/..., state/, lua/) imports none of the layers
+//     that use it: activities, api, app, cmd, tools, workers, workflows;
+//   - workflows import only activities, state and internal/events of this
+//     module (workflow code stays free of database and Redis clients);
+//   - no production file is longer than 450 lines and no function longer
+//     than 80 lines.
+//
+// It prints one line per violation and exits 1 if there is any.
+package main
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+const (
+	module      = "github.com/seckill/seckill/"
+	maxFileLine = 450
+	maxFuncLine = 80
+)
+
+// upper are the layers the domain must not import.
+var upper = []string{"activities", "api", "app", "cmd", "tools", "workers", "workflows"}
+
+// domain are the folders of the domain.
+var domain = []string{"internal", "state", "lua"}
+
+// workflowImports are the module packages workflows may import.
+var workflowImports = []string{"activities", "state", "internal/events"}
+
+func main() {
+	root := "."
+	if len(os.Args) > 1 {
+		root = os.Args[1]
+	}
+	var problems []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bin" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		p, err := check(path, filepath.ToSlash(rel))
+		problems = append(problems, p...)
+		return err
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "archlint:", err)
+		os.Exit(2)
+	}
+	for _, p := range problems {
+		fmt.Println(p)
+	}
+	if len(problems) > 0 {
+		fmt.Printf("archlint: %d violation(s) of the rules in docs/architecture.md\n", len(problems))
+		os.Exit(1)
+	}
+}
+
+// check returns the violations of one production file (rel is its path from the module root).
+func check(path, rel string) ([]string, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	if n := fset.File(f.Pos()).LineCount(); n > maxFileLine {
+		out = append(out, fmt.Sprintf("%s: %d lines (at most %d: split it by responsibility)", rel, n, maxFileLine))
+	}
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok {
+			continue
+		}
+		if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxFuncLine {
+			out = append(out, fmt.Sprintf("%s:%d: func %s is %d lines (at most %d)", rel, fset.Position(fd.Pos()).Line, fd.Name.Name, n, maxFuncLine))
+		}
+	}
+	top := strings.SplitN(rel, "/", 2)[0]
+	for _, imp := range f.Imports {
+		ip, _ := strconv.Unquote(imp.Path.Value)
+		if !strings.HasPrefix(ip, module) {
+			continue
+		}
+		target := strings.TrimPrefix(ip, module)
+		targetTop := strings.SplitN(target, "/", 2)[0]
+		switch {
+		case slices.Contains(domain, top) && slices.Contains(upper, targetTop):
+			out = append(out, fmt.Sprintf("%s: imports %s: the domain (%s) must not import the layers above it (%s)",
+				rel, target, strings.Join(domain, ", "), strings.Join(upper, ", ")))
+		case top == "workflows" && !slices.Contains(workflowImports, target):
+			out = append(out, fmt.Sprintf("%s: imports %s: workflows may import only %s of this module",
+				rel, target, strings.Join(workflowImports, ", ")))
+		}
+	}
+	return out, nil
+}

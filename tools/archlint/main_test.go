@@ -1,0 +1,54 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, dir, rel, src string) string {
+	t.Helper()
+	p := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheckFindsEachKindOfViolation(t *testing.T) {
+	dir := t.TempDir()
+	long := "package x\n\nfunc Long() {\n" + strings.Repeat("\t_ = 1\n", maxFuncLine) + "}\n"
+	cases := []struct {
+		rel, src, want string
+	}{
+		{"internal/x/x.go", "package x\n\nimport _ \"github.com/seckill/seckill/workflows\"\n", "must not import the layers above"},
+		{"state/x.go", "package x\n\nimport _ \"github.com/seckill/seckill/activities\"\n", "must not import the layers above"},
+		{"workflows/x.go", "package x\n\nimport _ \"github.com/seckill/seckill/internal/payments\"\n", "workflows may import only"},
+		{"internal/y/y.go", long, "func Long is"},
+		{"api/z.go", "package z\n" + strings.Repeat("\n", maxFileLine), "lines (at most 450"},
+	}
+	for _, c := range cases {
+		got, err := check(write(t, dir, c.rel, c.src), c.rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || !strings.Contains(got[0], c.want) {
+			t.Errorf("%s: violations %q, want one containing %q", c.rel, got, c.want)
+		}
+	}
+	ok := []struct{ rel, src string }{
+		{"api/ok.go", "package ok\n\nimport _ \"github.com/seckill/seckill/workflows\"\n"},
+		{"workflows/ok.go", "package ok\n\nimport _ \"github.com/seckill/seckill/activities\"\n"},
+		{"internal/ok/ok.go", "package ok\n\nimport _ \"github.com/seckill/seckill/internal/pg\"\n"},
+	}
+	for _, c := range ok {
+		got, err := check(write(t, dir, c.rel, c.src), c.rel)
+		if err != nil || len(got) != 0 {
+			t.Errorf("%s: violations %q (%v), want none", c.rel, got, err)
+		}
+	}
+}
