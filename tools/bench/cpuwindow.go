@@ -4,11 +4,9 @@ package bench
 // other process's CPU time between two snapshots, per operation.
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -51,27 +49,6 @@ func readChildTicks() ProcTicks {
 		out[pid] = ProcEntry{Name: comm, Ticks: ticks}
 	}
 	return out
-}
-
-// ParseProcPIDChildStat returns the command name and cutime+cstime (the CPU
-// of waited-for children) of a /proc/<pid>/stat line.
-func ParseProcPIDChildStat(s string) (comm string, ticks uint64, err error) {
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || end < open {
-		return "", 0, fmt.Errorf("not a /proc/<pid>/stat line: %q", s)
-	}
-	comm = s[open+1 : end]
-	f := strings.Fields(s[end+1:])
-	// after the name: state(0) ... utime(11) stime(12) cutime(13) cstime(14)
-	if len(f) < 15 {
-		return "", 0, fmt.Errorf("short /proc/<pid>/stat line: %q", s)
-	}
-	cu, err1 := strconv.ParseInt(f[13], 10, 64)
-	cs, err2 := strconv.ParseInt(f[14], 10, 64)
-	if err1 != nil || err2 != nil || cu < 0 || cs < 0 {
-		return "", 0, fmt.Errorf("bad cutime/cstime in %q", s)
-	}
-	return comm, uint64(cu + cs), nil
 }
 
 // LegCPU is where the machine's CPU went during one leg, per operation.

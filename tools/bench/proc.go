@@ -49,22 +49,33 @@ func ReadProcTicks() ProcTicks {
 // ParseProcPIDStat returns the command name and utime+stime of a
 // /proc/<pid>/stat line. The name is in parentheses and may hold spaces.
 func ParseProcPIDStat(s string) (comm string, ticks uint64, err error) {
+	return procStatSum(s, 11, "utime/stime")
+}
+
+// ParseProcPIDChildStat returns the command name and cutime+cstime (the CPU
+// of waited-for children) of a /proc/<pid>/stat line.
+func ParseProcPIDChildStat(s string) (comm string, ticks uint64, err error) {
+	return procStatSum(s, 13, "cutime/cstime")
+}
+
+// procStatSum returns the command name and the sum of the two fields at
+// first and first+1 after the name (state is field 0: utime is 11, cutime 13).
+func procStatSum(s string, first int, what string) (comm string, ticks uint64, err error) {
 	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
 	if open < 0 || end < open {
 		return "", 0, fmt.Errorf("not a /proc/<pid>/stat line: %q", s)
 	}
 	comm = s[open+1 : end]
 	f := strings.Fields(s[end+1:])
-	// after the name: state(0) ppid(1) ... utime(11) stime(12)
-	if len(f) < 13 {
+	if len(f) < first+2 {
 		return "", 0, fmt.Errorf("short /proc/<pid>/stat line: %q", s)
 	}
-	u, err1 := strconv.ParseUint(f[11], 10, 64)
-	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	a, err1 := strconv.ParseUint(f[first], 10, 64)
+	b, err2 := strconv.ParseUint(f[first+1], 10, 64)
 	if err1 != nil || err2 != nil {
-		return "", 0, fmt.Errorf("bad utime/stime in %q", s)
+		return "", 0, fmt.Errorf("bad %s in %q", what, s)
 	}
-	return comm, u + st, nil
+	return comm, a + b, nil
 }
 
 // procName tells the Java processes of the stack apart by their main class.
