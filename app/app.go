@@ -18,23 +18,21 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/checkout"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
-	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/mq"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/pg"
-	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/redisx"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/temporalx"
 	"github.com/seckill/seckill/paysim"
+	"github.com/seckill/seckill/workers"
 	"github.com/seckill/seckill/workers/deadletter"
 	"github.com/seckill/seckill/workers/outboxrelay"
 	"github.com/seckill/seckill/workers/refundrelay"
@@ -214,163 +212,42 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 	return api.NewRouter(deps), nil
 }
 
-// worker is one part's start: it returns the part's run loop (nil when
-// the part runs in the background of a client, like the Temporal worker and
-// the consumer) and what to stop when the process ends.
-type worker func(ctx context.Context, w *Wiring) (run func(context.Context) error, stop func(), err error)
-
-// Wiring is what every part is built from.
-type Wiring struct {
-	Cfg   config.Config
-	Conns *Conns
-	Tel   *Telemetry
-	FP    *failpoint.Set
-	Log   *slog.Logger
+// parts is the composition root: every worker part and the function that
+// runs it (each returns when ctx ends).
+var parts = map[string]func(context.Context, workers.Deps) error{
+	PartSendDue:    senddue.Run,
+	PartStarter:    sagastarter.Run,
+	PartSaga:       sagaworker.Run,
+	PartOutbox:     outboxrelay.Run,
+	PartDeadLetter: deadletter.Run,
+	PartRefunds:    refundrelay.Run,
 }
 
-// parts is the composition root: each worker part and how it is built.
-var parts = map[string]worker{
-	PartSendDue:    sendDueWorker,
-	PartOutbox:     outboxWorker,
-	PartDeadLetter: deadLetterWorker,
-	PartRefunds:    refundWorker,
-	PartSaga:       sagaWorker,
-	PartStarter:    starterWorker,
-}
-
-// startOrder starts the consumer that starts sagas last (and stops it first).
-var startOrder = []string{PartSendDue, PartOutbox, PartDeadLetter, PartRefunds, PartSaga, PartStarter}
-
-// RunWorkers runs the given parts on conns until ctx ends. conns.Temporal
-// must be set for the starter, saga and refunds parts.
+// RunWorkers runs the given parts on conns until ctx ends (or one fails).
+// conns.Temporal must be set for the starter, saga and refunds parts.
 func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, names []string, tel *Telemetry,
 	fp *failpoint.Set, log *slog.Logger) error {
 	if NeedsTemporal(names) && conns.Temporal == nil {
 		return errors.New("app: the starter, saga and refunds parts need a Temporal client")
 	}
-	w := &Wiring{Cfg: cfg, Conns: conns, Tel: tel, FP: fp, Log: log}
+	d := workers.Deps{Config: cfg, Pool: conns.Pool, Verify: conns.Verify, Redis: conns.Redis, Producer: conns.Producer,
+		Temporal: conns.Temporal, Provider: conns.Provider, Registry: tel.Registry, Reservation: tel.Reservation,
+		Saga: tel.Saga, Reconcile: tel.Reconcile, Failpoints: fp, Log: log}
 	g, gctx := errgroup.WithContext(ctx)
-	for _, name := range startOrder {
-		if !slices.Contains(names, name) {
-			continue
+	for _, name := range names {
+		run, ok := parts[name]
+		if !ok {
+			return fmt.Errorf("app: unknown worker part %q", name)
 		}
-		run, stop, err := parts[name](gctx, w)
-		if err != nil {
-			return fmt.Errorf("worker part %s: %w", name, err)
-		}
-		if stop != nil {
-			defer stop()
-		}
-		if run != nil {
-			g.Go(func() error { return run(gctx) })
-		}
+		g.Go(func() error {
+			if err := run(gctx, d); err != nil {
+				return fmt.Errorf("worker part %s: %w", name, err)
+			}
+			return nil
+		})
 	}
 	log.Info("worker.started", "parts", names)
-	<-gctx.Done()
 	return g.Wait()
-}
-
-func sendDueWorker(_ context.Context, w *Wiring) (func(context.Context) error, func(), error) {
-	cfg := w.Cfg
-	scan, err := senddue.New(w.Conns.Redis, w.Conns.Producer, senddue.Options{Topic: cfg.TopicOrderCreate, Lease: cfg.SendLease,
-		SendTimeout: cfg.MQSendTimeout, MaxBackoff: cfg.SendMaxBackoff, RecheckAfter: cfg.SendRecheckAfter,
-		Interval: 200 * time.Millisecond}, w.Tel.Reservation, w.Log)
-	if err != nil {
-		return nil, nil, err
-	}
-	return scan.Run, nil, nil
-}
-
-func outboxWorker(_ context.Context, w *Wiring) (func(context.Context) error, func(), error) {
-	relay, err := outboxrelay.New(w.Conns.Pool, w.Conns.Producer, outboxrelay.Options{Topic: w.Cfg.TopicEvents,
-		SendTimeout: w.Cfg.MQSendTimeout}, w.Tel.Registry, w.Log)
-	if err != nil {
-		return nil, nil, err
-	}
-	return relay.Run, nil, nil
-}
-
-func deadLetterWorker(_ context.Context, w *Wiring) (func(context.Context) error, func(), error) {
-	dl, err := deadletter.New(w.Conns.Pool, deadletter.Options{NameServers: w.Cfg.RocketMQNameServers, Group: w.Cfg.StarterGroup,
-		DefaultTopic: w.Cfg.TopicOrderCreate}, w.Tel.Registry, w.Log)
-	if err != nil {
-		return nil, nil, err
-	}
-	return dl.Run, nil, nil
-}
-
-func refundWorker(_ context.Context, w *Wiring) (func(context.Context) error, func(), error) {
-	relay, err := refundrelay.New(w.Conns.Pool, w.Conns.Temporal, refundrelay.Options{TaskQueue: w.Cfg.TemporalTaskQueue},
-		w.Tel.Registry, w.Log)
-	if err != nil {
-		return nil, nil, err
-	}
-	return relay.Run, nil, nil
-}
-
-// Stores builds the stores the reconciler repairs through (the same the
-// saga's activities use).
-func Stores(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.Set, log *slog.Logger) (reconcile.Stores, error) {
-	inv, err := inventory.NewStore(inventory.Deps{Pool: conns.Pool, Redis: conns.Redis, Failpoints: fp, Log: log,
-		Metrics: tel.Saga, TerminalTTL: cfg.ReservationTTL})
-	if err != nil {
-		return reconcile.Stores{}, err
-	}
-	return reconcile.Stores{Inventory: inv, Payments: payments.NewStore(conns.Pool, fp), Provider: conns.Provider}, nil
-}
-
-func sagaWorker(_ context.Context, w *Wiring) (func(context.Context) error, func(), error) {
-	cfg, conns := w.Cfg, w.Conns
-	acts, err := activities.New(activities.Deps{Pool: conns.Pool, Verify: conns.Verify, Redis: conns.Redis, Failpoints: w.FP,
-		Log: w.Log, Topic: cfg.TopicOrderCreate, TerminalTTL: cfg.ReservationTTL, Provider: conns.Provider, Metrics: w.Tel.Saga})
-	if err != nil {
-		return nil, nil, err
-	}
-	stores, err := Stores(cfg, conns, w.Tel, w.FP, w.Log)
-	if err != nil {
-		return nil, nil, err
-	}
-	rec, err := reconcile.New(conns.Pool, conns.Redis, stores, w.Tel.Reconcile, w.Log, cfg.ReconcileWatermark)
-	if err != nil {
-		return nil, nil, err
-	}
-	sagas, err := sagastarter.NewControl(conns.Temporal, cfg.TemporalTaskQueue)
-	if err != nil {
-		return nil, nil, err
-	}
-	rec.SetSagas(sagas)
-	recAct, err := activities.NewReconciliation(rec)
-	if err != nil {
-		return nil, nil, err
-	}
-	tw, err := sagaworker.New(conns.Temporal, cfg.TemporalTaskQueue, acts, recAct, int(cfg.PGMaxConns),
-		temporalx.InterceptorOptions{Registerer: w.Tel.Registry, AttemptsAlert: cfg.ActivityAttemptsAlert, Logger: w.Log})
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := tw.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start temporal worker: %w", err)
-	}
-	return nil, tw.Stop, nil
-}
-
-func starterWorker(_ context.Context, w *Wiring) (func(context.Context) error, func(), error) {
-	cfg := w.Cfg
-	st, err := sagastarter.New(w.Conns.Pool, w.Conns.Temporal, cfg.TemporalTaskQueue, w.Tel.Registry, w.Log)
-	if err != nil {
-		return nil, nil, err
-	}
-	st.PayloadConflicts = w.Tel.Saga.InboxPayloadConflict
-	st.Failpoints = w.FP
-	cons, err := mq.NewConsumer(cfg.RocketMQNameServers, cfg.StarterGroup, cfg.TopicOrderCreate, st.Handle,
-		mq.ConsumerOptions{Concurrency: cfg.ConsumerConcurrency, FromLatest: cfg.StarterFromLatest})
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := cons.Start(); err != nil {
-		return nil, nil, err
-	}
-	return nil, func() { cons.Close() }, nil
 }
 
 // ServeHTTP runs srv until ctx ends, then shuts it down gracefully.
