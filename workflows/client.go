@@ -69,10 +69,30 @@ type Starter interface {
 // StartRefund starts in's RefundWorkflow; one already running (or done) is
 // success.
 func StartRefund(ctx context.Context, tc Starter, taskQueue string, in RefundInput) error {
-	_, err := tc.ExecuteWorkflow(ctx, RefundStartOptions(taskQueue, in), RefundWorkflow, in)
+	return startOnce(ctx, tc, RefundStartOptions(taskQueue, in), RefundWorkflow, in, "start refund of "+in.PaymentID.String())
+}
+
+// StartSaga starts the saga of the reservation m serves (SagaStartOptions);
+// one already there is success.
+func StartSaga(ctx context.Context, tc Starter, taskQueue string, m events.OrderCreateRequested) error {
+	return startOnce(ctx, tc, SagaStartOptions(taskQueue, m), ReservationSaga, SagaInput{Message: m},
+		"start saga of "+m.ReservationID.String())
+}
+
+// ResumeSaga starts a new run of a saga that is gone, carrying on from
+// PostgreSQL (ResumeStartOptions, SagaInput.Resume); a running one is left as it is.
+func ResumeSaga(ctx context.Context, tc Starter, taskQueue string, m events.OrderCreateRequested) error {
+	return startOnce(ctx, tc, ResumeStartOptions(taskQueue, m), ReservationSaga, SagaInput{Message: m, Resume: true},
+		"resume saga of "+m.ReservationID.String())
+}
+
+// startOnce starts a workflow whose ID makes the start idempotent: "already
+// started" is success.
+func startOnce(ctx context.Context, tc Starter, o client.StartWorkflowOptions, wf, arg any, what string) error {
+	_, err := tc.ExecuteWorkflow(ctx, o, wf, arg)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
-		return fmt.Errorf("start refund of %s: %w", in.PaymentID, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/mq"
 	"github.com/seckill/seckill/internal/reservation"
 )
@@ -200,8 +200,7 @@ func (r *Relay) send(ctx context.Context, c claimed) {
 
 // Backoff is BaseBackoff·2^(attempt-1), capped at MaxBackoff.
 func (r *Relay) Backoff(attempt int) time.Duration {
-	d := float64(r.opt.BaseBackoff) * math.Pow(2, float64(max(attempt-1, 0)))
-	return time.Duration(min(d, float64(r.opt.MaxBackoff)))
+	return backoff.Exponential(r.opt.BaseBackoff, r.opt.MaxBackoff, attempt)
 }
 
 func (r *Relay) observe(ctx context.Context) {

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -138,7 +139,7 @@ func (r *Relay) start(ctx context.Context, t task) {
 	err := workflows.StartRefund(ctx, r.tc, r.opt.TaskQueue, workflows.RefundInput{PaymentID: t.paymentID, ActivityID: t.activityID, SKUID: t.skuID})
 	if err != nil {
 		r.started.WithLabelValues("failed").Inc()
-		retry := min(r.opt.BaseBackoff<<min(t.attempts-1, 20), r.opt.MaxBackoff)
+		retry := backoff.Exponential(r.opt.BaseBackoff, r.opt.MaxBackoff, t.attempts)
 		r.log.Warn("refund.start_failed", "payment_id", t.paymentID, "attempt_count", t.attempts, "retry_in", retry, "error", err)
 		if _, uerr := r.pool.Exec(ctx, `UPDATE refund_task SET next_attempt_at = clock_timestamp() + $2::interval, last_error = $3,
 			updated_at = clock_timestamp() WHERE payment_id = $1 AND status <> 'DONE'`, t.paymentID, retry.String(), truncate(err.Error(), 500)); uerr != nil {

@@ -46,13 +46,7 @@ func (c *Control) Running(ctx context.Context, rid uuid.UUID) (bool, string, err
 // Resume starts a new run of the reservation's saga that carries on from
 // PostgreSQL; a run that is already running is left as it is.
 func (c *Control) Resume(ctx context.Context, m events.OrderCreateRequested) error {
-	_, err := c.tc.ExecuteWorkflow(ctx, workflows.ResumeStartOptions(c.taskQueue, m), workflows.ReservationSaga,
-		workflows.SagaInput{Message: m, Resume: true})
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if err != nil && !errors.As(err, &started) {
-		return fmt.Errorf("resume saga of %s: %w", m.ReservationID, err)
-	}
-	return nil
+	return workflows.ResumeSaga(ctx, c.tc, c.taskQueue, m)
 }
 
 // NotifyPaid signals the saga that its order was paid; a saga that is not

@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/internal/events"
@@ -169,12 +168,7 @@ func (s *Starter) markStarted(ctx context.Context, m events.OrderCreateRequested
 
 // start starts the saga, or finds it already there.
 func (s *Starter) start(ctx context.Context, m events.OrderCreateRequested) error {
-	_, err := s.temporal.ExecuteWorkflow(ctx, workflows.SagaStartOptions(s.taskQueue, m), workflows.ReservationSaga, workflows.SagaInput{Message: m})
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if err != nil && !errors.As(err, &started) {
-		return fmt.Errorf("start saga of %s: %w", m.ReservationID, err)
-	}
-	return nil
+	return workflows.StartSaga(ctx, s.temporal, s.taskQueue, m)
 }
 
 // quarantine keeps a refused message whole, visible and counted; the caller

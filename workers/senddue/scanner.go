@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/lua"
@@ -199,10 +200,10 @@ func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string) {
 		s.m.SendUnknown.Inc()
 	}
 	sent := reservation.Sent{Outcome: outcome, ErrText: errText,
-		NextDue: now.Add(backoff(s.opt.BaseBackoff, s.opt.MaxBackoff, f.SendAttempts+1)),
+		NextDue: now.Add(backoff.Exponential(s.opt.BaseBackoff, s.opt.MaxBackoff, f.SendAttempts+1)),
 		Recheck: reservation.RecheckAt(f.DeadlineMS, now, s.opt.RecheckAfter)}
 	if recheck {
-		sent.Recheck = now.Add(backoff(s.opt.RecheckAfter, s.opt.MaxRecheck, f.SendAttempts))
+		sent.Recheck = now.Add(backoff.Exponential(s.opt.RecheckAfter, s.opt.MaxRecheck, f.SendAttempts))
 	}
 	state, err := reservation.MarkSent(ctx, s.rdb, k, rid, sent)
 	if err != nil {
@@ -257,15 +258,6 @@ func (s *Scanner) pending(ctx context.Context, k lua.Keys, rid uuid.UUID, ridTex
 		return f, false
 	}
 	return f, true
-}
-
-// backoff is base·2^(attempt-1), capped at limit.
-func backoff(base, limit time.Duration, attempt int) time.Duration {
-	d := base
-	for i := 1; i < attempt && d < limit; i++ {
-		d *= 2
-	}
-	return min(d, limit)
 }
 
 // unsentSet remembers the reservations whose last send by this scanner did

@@ -1,0 +1,15 @@
+// Package backoff is the one exponential backoff of the workers: the send-due
+// scanner, the outbox relay and the refund relay wait base·2^(attempt-1)
+// after a failed attempt, never longer than a cap.
+package backoff
+
+import "time"
+
+// Exponential is base·2^(attempt-1), capped at limit (attempt 1 or less: base).
+func Exponential(base, limit time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
