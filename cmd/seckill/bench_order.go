@@ -19,8 +19,9 @@ activity, and measures in one run:
   (a) pgbench        pgbench -n -M prepared -c C -j 2 -T D with a custom script of the four
                      statements of the baseline (inbox INSERT ON CONFLICT, conditional stock
                      UPDATE, order INSERT ON CONFLICT, outbox INSERT) on one hot SKU
-  (a') replay        the same pgbench run with a script replaying CreateOrder's ten statements
-                     in its order (reference: the transaction's shape without the Go client)
+  (a') replay        the same pgbench run with a script replaying CreateOrder's statements in
+                     its order, recorded from one real CreateOrder on the leg's SKU (reference:
+                     the transaction's shape without the Go client)
   what-if            with --what-if: (a') with the stock UPDATE moved last, after a SAVEPOINT
   (b) CreateOrder    activities.Activities.CreateOrder called directly (no Temporal) by C
                      goroutines for D on distinct pre-built ORDER_CREATE_REQUESTED messages,

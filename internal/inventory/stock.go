@@ -16,14 +16,18 @@ type SKU struct {
 	SKUID      int64
 }
 
-// Take moves one unit available → occupied if one is left; ok is false when
-// the SKU has none (the conditional update found no row).
-func Take(ctx context.Context, tx pgx.Tx, s SKU) (ok bool, err error) {
-	n, err := pg.Moved(ctx, tx, fmt.Sprintf("take final stock of %d/%d", s.ActivityID, s.SKUID), `
+// TakeSQL is Take's conditional stock update ($1 activity, $2 SKU): the
+// statement the order bench's what-if moves (tools/bench) finds it by.
+const TakeSQL = `
 		UPDATE sku_inventory
 		SET available_stock = available_stock - 1, occupied_stock = occupied_stock + 1,
 		    version = version + 1, updated_at = clock_timestamp()
-		WHERE activity_id = $1 AND sku_id = $2 AND available_stock > 0`, s.ActivityID, s.SKUID)
+		WHERE activity_id = $1 AND sku_id = $2 AND available_stock > 0`
+
+// Take moves one unit available → occupied if one is left; ok is false when
+// the SKU has none (the conditional update found no row).
+func Take(ctx context.Context, tx pgx.Tx, s SKU) (ok bool, err error) {
+	n, err := pg.Moved(ctx, tx, fmt.Sprintf("take final stock of %d/%d", s.ActivityID, s.SKUID), TakeSQL, s.ActivityID, s.SKUID)
 	return n == 1, err
 }
 

@@ -228,37 +228,6 @@ func TestWaitStatesAndShares(t *testing.T) {
 	}
 }
 
-func TestReplayScriptMirrorsCreateOrder(t *testing.T) {
-	text, err := testScript().ReplayText()
-	if err != nil {
-		t.Fatal(err)
-	}
-	vars := map[string]int{}
-	for _, v := range regexp.MustCompile(`(^|[^:]):([A-Za-z0-9_]+)`).FindAllStringSubmatch(text, -1) {
-		vars[v[2]]++
-	}
-	if len(vars) != 2 || vars["uid"] == 0 || vars["r"] == 0 {
-		t.Errorf("variables %v, want only :uid and :r", vars)
-	}
-	var stmts []string
-	for _, l := range strings.Split(text, "\n") {
-		if f := strings.Fields(l); len(f) > 1 && (f[0] == "INSERT" || f[0] == "UPDATE" || f[0] == "SELECT") {
-			stmts = append(stmts, f[0]+" "+f[2])
-		}
-	}
-	want := []string{"INSERT consumer_inbox", "INSERT inventory_reservation", "SELECT order_id", "SELECT clock_timestamp()",
-		"UPDATE SET", "INSERT orders", "INSERT inventory_ledger", "UPDATE SET", "INSERT event_outbox", "UPDATE SET"}
-	if !slices.Equal(stmts, want) {
-		t.Errorf("statements\n got %q\nwant %q", stmts, want)
-	}
-	for _, w := range []string{"BEGIN ISOLATION LEVEL READ COMMITTED;\n", "FOR UPDATE;", "'OCCUPY:' || md5(:r::text || 'r')::uuid::text",
-		"WHERE reservation_id = md5(:r::text || 'r')::uuid AND status = 'RESERVED'", "END;\n"} {
-		if !strings.Contains(text, w) {
-			t.Errorf("replay lacks %q", w)
-		}
-	}
-}
-
 func TestParseProcPIDChildStat(t *testing.T) {
 	line := "31582 (postgres) S 1 31582 31582 0 -1 4194560 9000 800000 0 0 120 80 4500 1500 20 0 1 0 100 660000000 14000"
 	comm, ticks, err := ParseProcPIDChildStat(line)
@@ -291,28 +260,5 @@ func TestCPUWindowCountsExitedChildren(t *testing.T) {
 	}
 	if _, ok := got["new"]; ok {
 		t.Errorf("a parent that appeared within the window was counted: %v", got)
-	}
-}
-
-func TestReplayStockLastMovesOnlyTheStockUpdate(t *testing.T) {
-	sc := testScript()
-	base, _ := sc.ReplayText()
-	sc.StockLast = true
-	whatIf, err := sc.ReplayText()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := func(text string) []string {
-		var out []string
-		for _, l := range strings.Split(text, "\n") {
-			if l != "" && !strings.HasPrefix(l, "--") {
-				out = append(out, l)
-			}
-		}
-		return out
-	}
-	b, w := lines(base), lines(whatIf)
-	if len(w) != len(b)+1 || w[len(w)-2] != b[7] || !strings.HasPrefix(b[7], "UPDATE sku_inventory") || w[7] != "SAVEPOINT before_order;" {
-		t.Fatalf("what-if script:\n%s\nbase:\n%s", whatIf, base)
 	}
 }
