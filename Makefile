@@ -9,7 +9,7 @@ export SECKILL_ENV ?= development
 # The API contract test's tool (scripts/stack.sh up installs it).
 export SECKILL_SCHEMATHESIS ?= $(CURDIR)/.stack/venv/bin/st
 
-.PHONY: up down status build migrate run test lint bench chaos fuzz contract
+.PHONY: up down status build migrate run test lint promtool-rules bench chaos fuzz contract
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill
@@ -54,8 +54,8 @@ fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "fuzz $$pkg $$fn for $(FUZZ_TIME)"; $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZ_TIME) $$pkg; done
 
-## lint: gofmt, go vet (with and without failpoints), the architecture rules (tools/archlint), workflowcheck (workflow code stays deterministic), gosec
-lint:
+## lint: gofmt, go vet (with and without failpoints), the architecture rules (tools/archlint), workflowcheck (workflow code stays deterministic), gosec, promtool check/test rules (deploy/prometheus)
+lint: promtool-rules
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags failpoints ./...
@@ -68,3 +68,11 @@ chaos: up
 	$(GO) build -tags failpoints -o bin/seckill-chaos ./cmd/seckill
 	bin/seckill-chaos chaos matrix --runs $${RUNS:-200} --pipeline
 	bin/seckill-chaos chaos kill --duration $${DURATION:-20m}
+
+## promtool-rules: the alert rules parse (promtool check rules) and fire as their unit tests say (promtool test rules);
+## promtool comes with the Debian package prometheus, which `make up` installs (scripts/stack.sh install-promtool alone, as root)
+PROMTOOL ?= promtool
+promtool-rules:
+	@command -v $(PROMTOOL) >/dev/null || scripts/stack.sh install-promtool
+	$(PROMTOOL) check rules deploy/prometheus/alerts.yml
+	$(PROMTOOL) test rules deploy/prometheus/alerts_test.yml

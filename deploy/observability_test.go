@@ -1,9 +1,11 @@
 package deploy_test
 
-// Checks of the monitoring files, which no CI step loads into a real
-// Prometheus or Grafana: prometheus/alerts.yml must hold the seed's §12.3
-// thresholds, and it and grafana/seckill-dashboard.json may only name metrics
-// the code registers, so renaming a metric breaks this test.
+// Checks of the monitoring files: prometheus/alerts.yml must hold the seed's
+// §12.3 thresholds, every alert in it needs a firing case in the promtool unit
+// tests (prometheus/alerts_test.yml, run by `make lint` and, when promtool is
+// on PATH, by TestPromtoolTestsRules), and the rules, their tests and
+// grafana/seckill-dashboard.json may only name metrics the code registers, so
+// renaming a metric breaks this test.
 
 import (
 	"encoding/json"
@@ -20,8 +22,9 @@ import (
 )
 
 const (
-	alertsPath    = "prometheus/alerts.yml"
-	dashboardPath = "grafana/seckill-dashboard.json"
+	alertsPath     = "prometheus/alerts.yml"
+	alertTestsPath = "prometheus/alerts_test.yml"
+	dashboardPath  = "grafana/seckill-dashboard.json"
 )
 
 // plannedMetrics are named by alerts.yml and the dashboard before the code
@@ -247,14 +250,24 @@ func unknownNames(text string, known map[string]bool) []string {
 	return bad
 }
 
+// monitoringFiles returns alerts.yml, its promtool tests (their input series
+// must be real metric names, or the tests prove nothing) and the dashboard.
+func monitoringFiles(t *testing.T) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	for _, p := range []string{alertsPath, alertTestsPath, dashboardPath} {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[p] = string(raw)
+	}
+	return files
+}
+
 func TestMonitoringNamesOnlyRegisteredMetrics(t *testing.T) {
 	known := knownMetrics(t)
-	_, alerts := loadAlerts(t)
-	dash, err := os.ReadFile(dashboardPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for file, text := range map[string]string{alertsPath: string(alerts), dashboardPath: string(dash)} {
+	for file, text := range monitoringFiles(t) {
 		if n := len(seckillMetricRE.FindAllString(text, -1)); n == 0 {
 			t.Errorf("%s names no seckill_ metric", file)
 		}
@@ -319,13 +332,8 @@ func temporalSDKMetrics(t *testing.T) map[string]bool {
 
 func TestMonitoringTemporalNamesExistInSDK(t *testing.T) {
 	names := temporalSDKMetrics(t)
-	_, alerts := loadAlerts(t)
-	dash, err := os.ReadFile(dashboardPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	re := regexp.MustCompile(`temporal_[a-z0-9_]+`)
-	for file, text := range map[string]string{alertsPath: string(alerts), dashboardPath: string(dash)} {
+	for file, text := range monitoringFiles(t) {
 		for _, name := range re.FindAllString(text, -1) {
 			base := name
 			for _, suf := range []string{"_bucket", "_count", "_sum"} {
@@ -348,6 +356,93 @@ func TestPromtoolChecksRules(t *testing.T) {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
+}
+
+func TestPromtoolTestsRules(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not on PATH; skipping `promtool test rules` (TestEveryAlertHasPromtoolTest still ran)")
+	}
+	out, err := exec.Command(promtool, "test", "rules", alertTestsPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// promtoolTests is the part of a promtool rule test file this test reads.
+type promtoolTests struct {
+	RuleFiles []string `yaml:"rule_files"`
+	Tests     []struct {
+		Interval    string `yaml:"interval"`
+		InputSeries []struct {
+			Series string `yaml:"series"`
+			Values string `yaml:"values"`
+		} `yaml:"input_series"`
+		AlertRuleTests []struct {
+			EvalTime  string `yaml:"eval_time"`
+			Alertname string `yaml:"alertname"`
+			ExpAlerts []struct {
+				ExpLabels      map[string]string `yaml:"exp_labels"`
+				ExpAnnotations map[string]string `yaml:"exp_annotations"`
+			} `yaml:"exp_alerts"`
+		} `yaml:"alert_rule_test"`
+	} `yaml:"tests"`
+}
+
+// TestEveryAlertHasPromtoolTest fails when an alert of alerts.yml has no
+// promtool case that makes it fire, so a new alert needs a test in
+// alerts_test.yml; and when a case names an alert alerts.yml lacks (promtool
+// passes a "must not fire" case of a renamed alert without a word).
+func TestEveryAlertHasPromtoolTest(t *testing.T) {
+	f, _ := loadAlerts(t)
+	raw, err := os.ReadFile(alertTestsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pt promtoolTests
+	if err := yaml.Unmarshal(raw, &pt); err != nil {
+		t.Fatalf("%s: %v", alertTestsPath, err)
+	}
+	if !slices.Contains(pt.RuleFiles, filepath.Base(alertsPath)) {
+		t.Errorf("%s: rule_files %v does not load %s", alertTestsPath, pt.RuleFiles, filepath.Base(alertsPath))
+	}
+	rules := map[string]alertRule{}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				rules[r.Alert] = r
+			}
+		}
+	}
+	fires := map[string]int{}
+	for i, tc := range pt.Tests {
+		if len(tc.InputSeries) == 0 {
+			t.Errorf("%s: test %d has no input_series", alertTestsPath, i)
+		}
+		for _, c := range tc.AlertRuleTests {
+			r, ok := rules[c.Alertname]
+			if !ok {
+				t.Errorf("%s: test %d checks alert %q, which %s does not define", alertTestsPath, i, c.Alertname, alertsPath)
+				continue
+			}
+			for _, e := range c.ExpAlerts {
+				if e.ExpLabels["severity"] != r.Labels["severity"] {
+					t.Errorf("%s: %s at %s expects severity %q, the rule has %q", alertTestsPath, c.Alertname, c.EvalTime, e.ExpLabels["severity"], r.Labels["severity"])
+				}
+			}
+			if len(c.ExpAlerts) > 0 {
+				fires[c.Alertname]++
+			}
+		}
+	}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" && fires[r.Alert] == 0 {
+				t.Errorf("alert %s has no promtool test in %s that makes it fire (an alert_rule_test with exp_alerts)", r.Alert, alertTestsPath)
+			}
+		}
+	}
 }
 
 type dashPanel struct {

@@ -5,9 +5,13 @@
 #   RocketMQ 5.x   :9876 name server, :10911 broker (Maven artifacts, Java 17)
 #   Temporal dev   :7233 frontend, :8233 Web UI (Temporal CLI, SQLite file)
 #   paysim         :18090 payment provider simulator (this project's `seckill paysim`)
+#   Prometheus     :19090 only with SECKILL_PROMETHEUS=1 (Debian package; loads
+#                  deploy/prometheus/alerts.yml; see scripts/stack/prometheus.sh)
 # and the test tools: Chromium (Temporal UI screenshots), Schemathesis in
-# .stack/venv (API contract test).
+# .stack/venv (API contract test), promtool (`make lint`: alert rules).
 # Usage: scripts/stack.sh up|down|status|env
+#        scripts/stack.sh prometheus up|down   (Prometheus alone, stack left as is)
+#        scripts/stack.sh install-promtool     (what `make lint` runs without promtool)
 # Data, pids and logs live in .stack/ (ignored by git). `down` stops exactly
 # what `up` started, by pid. `up` is idempotent and installs what is missing.
 set -euo pipefail
@@ -21,6 +25,7 @@ source "$ROOT/scripts/stack/lib.sh"
 source "$ROOT/scripts/stack/rocketmq.sh"
 source "$ROOT/scripts/stack/chromium.sh"
 source "$ROOT/scripts/stack/schemathesis.sh"
+source "$ROOT/scripts/stack/prometheus.sh"
 
 PG_BIN=/usr/lib/postgresql/15/bin
 PG_PORT=${SECKILL_PG_PORT:-55432}
@@ -58,6 +63,7 @@ ensure_packages() {
   if [ ${#want[@]} -gt 0 ]; then apt_install "${want[@]}"; fi
   chromium_install
   schemathesis_install
+  prometheus_install
   # apt may have started distribution services on the default ports; ours use
   # their own ports and data, so they do not conflict.
 }
@@ -174,6 +180,7 @@ Temporal     127.0.0.1:$TEMPORAL_PORT (namespace default)
 Temporal UI  http://127.0.0.1:$TEMPORAL_UI_PORT
 Paysim       http://$PAYSIM_ADDR (payment provider simulator)
 TXT
+  if running prometheus; then echo "Prometheus   http://$PROMETHEUS_ADDR (targets: http://$PROMETHEUS_ADDR/targets, alerts: /alerts)"; fi
 }
 
 status() {
@@ -182,6 +189,8 @@ status() {
     if running "$n"; then echo "$n running (pid $(cat "$(pidfile "$n")"))"; else echo "$n stopped"; fi
   done
   rocketmq_status
+  if running prometheus; then echo "prometheus running (pid $(cat "$(pidfile prometheus)"), http://$PROMETHEUS_ADDR)"
+  else echo "prometheus stopped (optional: SECKILL_PROMETHEUS=1 make up)"; fi
 }
 
 cmd=${1:-up}
@@ -194,10 +203,12 @@ up)
   rocketmq_up
   temporal_up
   paysim_up
+  if [ "${SECKILL_PROMETHEUS:-0}" = 1 ]; then prometheus_up; fi
   log "stack up in $((SECONDS - start))s"
   print_addresses
   ;;
 down)
+  prometheus_down
   stop_pid paysim 10
   stop_pid temporal 30
   rocketmq_down
@@ -206,5 +217,13 @@ down)
   ;;
 status) status ;;
 env) print_addresses ;;
-*) echo "usage: $0 up|down|status|env" >&2; exit 2 ;;
+prometheus)
+  case "${2:-}" in
+  up) prometheus_up; print_addresses | tail -n1 ;;
+  down) prometheus_down ;;
+  *) echo "usage: $0 prometheus up|down" >&2; exit 2 ;;
+  esac
+  ;;
+install-promtool) prometheus_install; "$PROMTOOL_BIN" --version 2>&1 | head -n1 ;;
+*) echo "usage: $0 up|down|status|env|install-promtool|prometheus up|down" >&2; exit 2 ;;
 esac
