@@ -45,6 +45,7 @@ type Deps struct {
 	Pool     *pgxpool.Pool // admin sale set-up
 	Redis    redis.Cmdable // admin sale set-up
 	Checkout Checkout      // orders, payments, callbacks; nil answers 503 there
+	Explain  Explainer     // GET /v1/admin/explain/{id}; nil answers 503 there
 	Log      *slog.Logger
 	// Limits are the abuse limits of the reservation and payment endpoints
 	// (the zero value limits nothing).
@@ -99,6 +100,7 @@ func NewRouter(d Deps) http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(h.requireAdmin)
 			r.Post("/admin/activities", h.setupSale)
+			r.Get("/admin/explain/{id}", h.explainPurchase)
 		})
 	})
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {

@@ -22,6 +22,7 @@ import (
 	"github.com/seckill/seckill/internal/auth"
 	"github.com/seckill/seckill/internal/checkout"
 	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/explain"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/metrics"
@@ -196,6 +197,9 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 		Pool: conns.Pool, Redis: conns.Redis, Log: log, HandlerTimeout: cfg.HandlerTimeout,
 		Limits: api.Limits{PerUser: cfg.RateLimitUser, PerIP: cfg.RateLimitIP, ReadPerUser: cfg.RateLimitRead,
 			Window: cfg.RateLimitWindow, TrustedProxies: proxies}}
+	if deps.Explain, err = Explainer(cfg, conns); err != nil {
+		return nil, err
+	}
 	if conns.Temporal != nil {
 		sagas, err := workflows.NewSagas(conns.Temporal, cfg.TemporalTaskQueue)
 		if err != nil {
@@ -248,6 +252,20 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, names []st
 	}
 	log.Info("worker.started", "parts", names)
 	return g.Wait()
+}
+
+// Explainer builds `seckill explain` on conns; with conns.Temporal the saga
+// is described too.
+func Explainer(cfg config.Config, conns *Conns) (*explain.Explainer, error) {
+	var sagas explain.Sagas
+	if conns.Temporal != nil {
+		c, err := sagastarter.NewControl(conns.Temporal, cfg.TemporalTaskQueue)
+		if err != nil {
+			return nil, err
+		}
+		sagas = c
+	}
+	return explain.New(conns.Pool, conns.Redis, sagas)
 }
 
 // ServeHTTP runs srv until ctx ends, then shuts it down gracefully.

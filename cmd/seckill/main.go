@@ -28,6 +28,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newMigrateCmd(), newStackCmd(), newSmokeCmd(), newAPICmd(), newWorkerCmd(), newTokenCmd(), newSaleCmd(), newBenchCmd(), newDemoCmd(), newReconcileCmd(), newRedisCmd(), newPaysimCmd(), newChaosCmd(), newMQCmd())
+	root.AddCommand(newMigrateCmd(), newStackCmd(), newSmokeCmd(), newAPICmd(), newWorkerCmd(), newTokenCmd(), newSaleCmd(), newBenchCmd(), newDemoCmd(), newReconcileCmd(), newRedisCmd(), newPaysimCmd(), newChaosCmd(), newMQCmd(),
+		newExplainCmd())
 	return root
 }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/seckill/seckill/app"
+)
+
+// errInconsistent makes `seckill explain` exit 1 after printing a verdict
+// that is not consistent.
+var errInconsistent = errors.New("the purchase is not consistent (see the verdict above)")
+
+func newExplainCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "explain <reservation_id | order_id | payment_id>",
+		Short: "Print everything the system knows about one purchase, oldest first, and whether it is consistent",
+		Long: "Reads PostgreSQL, Redis and Temporal for the purchase the id belongs to and prints one timeline and a\n" +
+			"verdict: consistent, or which invariant is off with the repair that fits and the exact command to run.\n" +
+			"Exits 1 when the purchase is not consistent.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := uuid.Parse(args[0])
+			if err != nil {
+				return fmt.Errorf("explain: %q is not an id: want the UUID of a reservation, an order or a payment", args[0])
+			}
+			b, err := loadBase()
+			if err != nil {
+				return err
+			}
+			conns, temporalErr := app.Open(cmd.Context(), b.cfg, "seckill-cli", true, b.log, nil)
+			if temporalErr != nil { // explain without Temporal rather than not at all
+				if conns, err = app.Open(cmd.Context(), b.cfg, "seckill-cli", false, b.log, nil); err != nil {
+					return err
+				}
+			}
+			defer conns.Close()
+			ex, err := app.Explainer(b.cfg, conns)
+			if err != nil {
+				return err
+			}
+			rep, err := ex.Explain(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if temporalErr != nil {
+				rep.SagaError = "Temporal unreachable: " + temporalErr.Error()
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				err = enc.Encode(rep)
+			} else {
+				err = rep.WriteText(cmd.OutOrStdout())
+			}
+			if err == nil && !rep.Verdict.Consistent {
+				return errInconsistent
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}

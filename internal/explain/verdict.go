@@ -1,0 +1,210 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/seckill/seckill/state"
+)
+
+// Verdict says whether the purchase is consistent and, if not, what to do.
+type Verdict struct {
+	Consistent bool      `json:"consistent"`
+	Problems   []Problem `json:"problems,omitempty"`
+	// Action is the repair that fits (a repair signal's action, or a command).
+	Action string `json:"action,omitempty"`
+	// Command is the exact command to run (placeholders in <angle brackets>).
+	Command string `json:"command,omitempty"`
+	// Note says what the purchase's state means when nothing is off.
+	Note string `json:"note,omitempty"`
+}
+
+// Problem is one invariant that does not hold (the names of
+// internal/invariants and docs/architecture.md).
+type Problem struct {
+	Invariant string `json:"invariant"`
+	Detail    string `json:"detail"`
+}
+
+// stuckAttempt is the attempt from which a pending activity counts as stuck
+// (the default of SECKILL_ACTIVITY_ATTEMPTS_ALERT).
+const stuckAttempt = 10
+
+// openGrace is how long past its payment deadline an open order may wait
+// for its saga's expiry timer before it counts as stuck.
+const openGrace = 2 * time.Minute
+
+// judge decides the verdict from the report.
+func judge(rep Report, now time.Time) Verdict {
+	v := Verdict{}
+	st := rep.Status
+	add := func(inv, format string, a ...any) {
+		v.Problems = append(v.Problems, Problem{Invariant: inv, Detail: fmt.Sprintf(format, a...)})
+	}
+	for _, rule := range rules {
+		if action, cmd := rule(rep, now, add); action != "" && v.Action == "" {
+			v.Action, v.Command = action, cmd
+		}
+	}
+	if s := rep.Saga; s != nil {
+		for _, p := range s.Pending {
+			if p.Attempt >= stuckAttempt {
+				add("I6", "activity %s is retrying (attempt %d): %s", p.Activity, p.Attempt, p.LastFailure)
+			}
+		}
+	}
+	v.Consistent = len(v.Problems) == 0
+	if v.Consistent {
+		v.Note = note(st, rep.Saga)
+	}
+	return v
+}
+
+// rules are the checks of one purchase; each may add problems and return
+// the action and command that repair the first it finds.
+var rules = []func(Report, time.Time, func(inv, format string, a ...any)) (action, command string){
+	manualReview, openPastDeadline, unrefundedPayment, projection, compensation, onlyInRedis,
+}
+
+func signal(rep Report, action string) string {
+	return fmt.Sprintf(`temporal workflow signal --workflow-id reservation-%s --name repair --input '{"action":"%s","repair_id":"<ticket>-%s","operator":"<you>","reason":"<why, with the evidence>"}'`,
+		rep.ReservationID, action, rep.ReservationID)
+}
+
+func reconcileRun(rep Report) string {
+	return fmt.Sprintf("seckill reconcile run --activity %d", rep.ActivityID)
+}
+
+func manualReview(rep Report, _ time.Time, add func(string, string, ...any)) (string, string) {
+	if rep.Status.Reservation != state.ReservationManualReview || rep.Status.Resolved {
+		return "", ""
+	}
+	add("I4", "reservation is MANUAL_REVIEW (%s): automation stopped, a person decides", rep.Status.Reason)
+	if rep.Status.Compensation == state.CompensationManual && rep.Status.Redis == string(state.ReservationReserved) {
+		return "retry-compensation", signal(rep, "retry-compensation")
+	}
+	return "mark-resolved", signal(rep, "mark-resolved")
+}
+
+func openPastDeadline(rep Report, now time.Time, add func(string, string, ...any)) (string, string) {
+	o := rep.Status.Order
+	if o != state.OrderCreated && o != state.OrderPaying && o != state.OrderCancelPending || !rep.Status.OrderExpired {
+		return "", ""
+	}
+	expires := orderExpiry(rep)
+	if !expires.IsZero() && now.Sub(expires) < openGrace {
+		return "", "" // the saga's expiry timer is about to fire
+	}
+	if rep.Saga.Running() {
+		add("I6", "order %s is past its payment deadline and its saga is still waiting", o)
+		return "force-cancel-unpaid", signal(rep, "force-cancel-unpaid")
+	}
+	add("I6", "order %s is past its payment deadline and no saga runs for it (LOST_SAGA)", o)
+	return "reconcile (LOST_SAGA resumes the saga)", reconcileRun(rep)
+}
+
+func unrefundedPayment(rep Report, _ time.Time, add func(string, string, ...any)) (string, string) {
+	o := rep.Status.Order
+	kept := rep.Status.Payments[state.PaymentSuccess]
+	if o == state.OrderPaid {
+		kept-- // the payment that paid it stays
+	}
+	if kept <= 0 || rep.Status.RefundTasks[state.RefundDone] >= kept {
+		return "", ""
+	}
+	if rep.Status.RefundTasks[state.RefundPending]+rep.Status.RefundTasks[state.RefundStarted] > 0 {
+		add("I5", "%d payment(s) of a %s order owed back; the refund relay is on it", kept, o)
+		return "wait for the refund relay, or start the refund", reconcileRun(rep)
+	}
+	add("I5", "%d payment(s) of a %s order owed back and no refund task records it", kept, o)
+	return "reconcile (PAYMENT_ON_CANCELLED owes the refund)", reconcileRun(rep)
+}
+
+func projection(rep Report, _ time.Time, add func(string, string, ...any)) (string, string) {
+	r := rep.Status.Redis
+	if rep.Status.Reservation != state.ReservationOrderCreated && rep.Status.Reservation != state.ReservationCancelled {
+		return "", ""
+	}
+	if r == string(state.ReservationReserved) {
+		add("I7", "PostgreSQL says %s, Redis still says RESERVED (the projection did not run)", rep.Status.Reservation)
+		if rep.Saga.Running() && rep.Status.Reservation == state.ReservationOrderCreated {
+			return "rebuild-projection", signal(rep, "rebuild-projection")
+		}
+		return "reconcile (the projection is rebuilt from PostgreSQL)", reconcileRun(rep)
+	}
+	return "", ""
+}
+
+func compensation(rep Report, _ time.Time, add func(string, string, ...any)) (string, string) {
+	s := rep.Status.Reservation
+	if s != state.ReservationOrderRejected && s != state.ReservationCompensating {
+		return "", ""
+	}
+	if rep.Saga.Running() {
+		return "", "" // the saga compensates next
+	}
+	add("I4", "reservation is %s and no saga runs to give its unit back", s)
+	return "reconcile (the reconciler runs the standard compensation)", reconcileRun(rep)
+}
+
+func onlyInRedis(rep Report, now time.Time, add func(string, string, ...any)) (string, string) {
+	if rep.Status.Reservation != Absent || rep.Status.Redis != string(state.ReservationReserved) {
+		return "", ""
+	}
+	deadline := redisDeadline(rep)
+	if deadline.IsZero() || now.Before(deadline) {
+		return "", "" // its message is on its way
+	}
+	add("I3", "admitted in Redis, never reached PostgreSQL, past its deadline (%s)", deadline.Format(time.RFC3339))
+	return "reconcile (UNSENT_PAST_DEADLINE rejects it durably and gives the unit back)", reconcileRun(rep)
+}
+
+func orderExpiry(rep Report) time.Time {
+	for _, e := range rep.Timeline {
+		if e.Source == "orders" && e.Detail != nil {
+			if s, ok := e.Detail["expires_at"].(string); ok {
+				if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+					return t
+				}
+			}
+		}
+	}
+	return time.Time{}
+}
+
+func redisDeadline(rep Report) time.Time {
+	var ms int64
+	if _, err := fmt.Sscan(rep.Redis.Hash["business_deadline_ms"], &ms); err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// note says what a consistent purchase's state means.
+func note(st Statuses, saga *Saga) string {
+	parts := []string{"reservation " + string(st.Reservation)}
+	if st.Order != "" {
+		parts = append(parts, "order "+string(st.Order))
+	}
+	switch {
+	case st.Order == state.OrderPaid:
+		parts = append(parts, "paid: the unit is sold")
+	case st.Order == state.OrderRefunded:
+		parts = append(parts, "cancelled, the late payment refunded")
+	case st.Order == state.OrderCancelled:
+		parts = append(parts, "cancelled: the unit went back to stock")
+	case st.Reservation == state.ReservationCompensated:
+		parts = append(parts, "rejected ("+st.Reason+"): the unit went back to Redis")
+	case st.Reservation == state.ReservationManualReview:
+		parts = append(parts, "resolved by an operator (mark-resolved)")
+	case st.Order == state.OrderCreated || st.Order == state.OrderPaying || st.Order == state.OrderCancelPending:
+		parts = append(parts, "waiting for payment or expiry")
+	case st.Reservation == Absent:
+		parts = append(parts, "admitted, its message on its way to the order service")
+	}
+	if saga != nil {
+		parts = append(parts, "saga "+saga.Status)
+	}
+	return strings.Join(parts, "; ")
+}
