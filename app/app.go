@@ -5,16 +5,22 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
@@ -266,6 +272,33 @@ func Explainer(cfg config.Config, conns *Conns) (*explain.Explainer, error) {
 		sagas = c
 	}
 	return explain.New(conns.Pool, conns.Redis, sagas)
+}
+
+// StartBulkRepair starts BulkRepairWorkflow for in (ValidateBulkRepair
+// first): the query is narrowed to running reservation sagas and checked by
+// Temporal, the workflow ID and the repair_ids derive from the query, action,
+// operator and reason, so the same bulk repair started again attaches to
+// the running one or, once it is done, signals the same repair_ids (which
+// the sagas record once). A dry run gets an ID of its own.
+func StartBulkRepair(ctx context.Context, tc client.Client, taskQueue string, in workflows.BulkRepairInput) (client.WorkflowRun, error) {
+	if err := workflows.ValidateBulkRepair(in); err != nil {
+		return nil, err
+	}
+	in.Query = fmt.Sprintf(`(%s) AND WorkflowType = "ReservationSaga" AND ExecutionStatus = "Running"`, in.Query)
+	if _, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: in.Query}); err != nil {
+		return nil, fmt.Errorf("--query: Temporal refuses it: %w", err)
+	}
+	key := sha256.Sum256([]byte(strings.Join([]string{in.Query, in.Action, in.Operator, in.Reason}, "\x00")))
+	id := workflows.BulkRepairWorkflowIDPrefix + hex.EncodeToString(key[:8])
+	in.RepairIDPrefix = "bulk-" + hex.EncodeToString(key[:6]) + "-"
+	if in.DryRun {
+		id += "-dry-" + uuid.NewString()[:8]
+	}
+	return tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: taskQueue, StaticSummary: "bulk repair: " + in.Action,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, workflows.BulkRepairWorkflow, in)
 }
 
 // ServeHTTP runs srv until ctx ends, then shuts it down gracefully.

@@ -142,6 +142,23 @@ func TestTemporalUIListsStuckSaga(t *testing.T) {
 		t.Fatalf("current details = %q, want %q", md.GetCurrentDetails(), want)
 	}
 
+	// `seckill explain` tells the same story from the outside: the saga as
+	// Temporal describes it, and a verdict with the repair signal to send.
+	ex, err := app.Explainer(cfg, conns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ex.Explain(ctx, m.ReservationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Saga == nil || rep.Saga.Status != "RUNNING" || rep.Saga.RunID != run.GetRunID() || rep.Saga.Step != md.GetCurrentDetails() {
+		t.Fatalf("explain's saga = %+v (error %q), want RUNNING run %s at %q", rep.Saga, rep.SagaError, run.GetRunID(), md.GetCurrentDetails())
+	}
+	if v := rep.Verdict; v.Consistent || !strings.Contains(v.Command, "temporal workflow signal --workflow-id "+wfID+" --name repair") {
+		t.Fatalf("explain's verdict on a MANUAL_REVIEW saga = %+v, want the repair signal", v)
+	}
+
 	// (a) stuck sagas.
 	uiEventually(ctx, t, "(a) "+queryStuck, func() error {
 		return uiListed(ctx, tc, queryStuck, wfID, true)

@@ -3,7 +3,11 @@
 // package activities.
 package workflows
 
-import "go.temporal.io/sdk/temporal"
+import (
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/seckill/seckill/activities"
+)
 
 // TaskQueue is the default task queue of the saga worker (config
 // SECKILL_TEMPORAL_TASK_QUEUE overrides it per deployment).
@@ -32,7 +36,7 @@ var SearchAttributeNames = map[string]string{
 // Signal and query names of ReservationSaga.
 const (
 	// SignalRepair carries a RepairRequest from an operator (temporal workflow signal --name repair).
-	SignalRepair = "repair"
+	SignalRepair = activities.RepairSignal
 	// QueryState returns the saga's SagaState (temporal workflow query --type state).
 	QueryState = "state"
 	// SignalPayment tells the saga a payment was recorded (PaymentSignal).

@@ -2,15 +2,22 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/seckill/seckill/internal/logx"
+	"github.com/seckill/seckill/internal/mq"
 	"github.com/seckill/seckill/tools/flashsale"
 )
 
 func newDemoCmd() *cobra.Command {
 	var o flashsale.Options
+	var logPath string
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a flash sale end to end on the stack and print its outcome with the invariant check",
@@ -26,8 +33,14 @@ The payment provider is the stack's simulator (SECKILL_PAYSIM_URL).`,
 			if err != nil {
 				return err
 			}
+			log, closeLog, err := demoLog(logPath, b.cfg.LogLevel)
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			fmt.Fprintf(cmd.ErrOrStderr(), "logs of every process of the demo: %s (RocketMQ client: %s)\n", logPath, sdkLogPath(logPath))
 			o.Progress = cmd.ErrOrStderr()
-			rep, err := flashsale.Run(cmd.Context(), b.cfg, b.log, o)
+			rep, err := flashsale.Run(cmd.Context(), b.cfg, log, o)
 			if err != nil {
 				return err
 			}
@@ -46,5 +59,28 @@ The payment provider is the stack's simulator (SECKILL_PAYSIM_URL).`,
 	cmd.Flags().DurationVar(&o.PaymentTimeout, "payment-timeout", 8*time.Second,
 		"payment window of the sale; buyers then pay early, race the deadline, pay after the cancel, or never (0: no payment phase)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for every saga to finish")
+	cmd.Flags().StringVar(&logPath, "log", filepath.Join(".stack", "logs", "demo.log"),
+		"file the gateway's and workers' logs go to (the terminal keeps progress and the outcome)")
 	return cmd
+}
+
+// demoLog opens the demo's log file (appending) and routes the RocketMQ
+// SDK's own lines to a file beside it.
+func demoLog(path, level string) (*slog.Logger, func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, nil, fmt.Errorf("demo log: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600) // #nosec G304 -- the operator's --log path
+	if err != nil {
+		return nil, nil, fmt.Errorf("demo log: %w", err)
+	}
+	if err := mq.SetSDKLogOutput(sdkLogPath(path)); err != nil {
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("demo log: %w", err)
+	}
+	return logx.New(f, level), func() { _ = f.Close() }, nil
+}
+
+func sdkLogPath(path string) string {
+	return strings.TrimSuffix(path, filepath.Ext(path)) + "-rocketmq.log"
 }

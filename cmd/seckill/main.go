@@ -29,6 +29,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newMigrateCmd(), newStackCmd(), newSmokeCmd(), newAPICmd(), newWorkerCmd(), newTokenCmd(), newSaleCmd(), newBenchCmd(), newDemoCmd(), newReconcileCmd(), newRedisCmd(), newPaysimCmd(), newChaosCmd(), newMQCmd(),
-		newExplainCmd())
+		newExplainCmd(), newCheckCmd(), newRepairCmd())
 	return root
 }

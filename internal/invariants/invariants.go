@@ -93,8 +93,8 @@ const OverdueGrace = time.Minute
 
 // Violation is one broken invariant, named as in ARCHITECTURE.md.
 type Violation struct {
-	Invariant string
-	Detail    string
+	Invariant string `json:"invariant"`
+	Detail    string `json:"detail"`
 }
 
 func (v Violation) String() string { return v.Invariant + ": " + v.Detail }

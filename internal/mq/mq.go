@@ -155,3 +155,7 @@ func backoff(n int) time.Duration {
 	}
 	return d
 }
+
+// SetSDKLogOutput sends the RocketMQ SDK's log lines to the file at path
+// instead of stderr (the demo keeps its terminal for progress).
+func SetSDKLogOutput(path string) error { return rlog.SetOutputPath(path) }

@@ -216,3 +216,17 @@ func nonEmpty(s, def string) string {
 	}
 	return s
 }
+
+// Check says, without changing anything, whether action would be accepted
+// for the reservation now ("" when it would; else the reason it would be
+// refused), from the same rules Apply uses.
+func Check(ctx context.Context, tx pgx.Tx, rid uuid.UUID, action string) (string, error) {
+	if !slices.Contains(Actions, action) {
+		return fmt.Sprintf("unknown action %q (want one of %s)", action, strings.Join(Actions, ", ")), nil
+	}
+	resStatus, taskStatus, orderStatus, err := lockSubject(ctx, tx, rid)
+	if err != nil {
+		return "", err
+	}
+	return refusal(action, resStatus, taskStatus, orderStatus), nil
+}

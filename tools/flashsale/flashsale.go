@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,6 +45,8 @@ type Options struct {
 	Timeout        time.Duration
 	Progress       io.Writer
 	Failpoints     *failpoint.Set
+
+	prog *progress // draws on Progress
 }
 
 // Report is the outcome of a sale.
@@ -61,6 +64,10 @@ type Report struct {
 	Violations []invariants.Violation
 	AdmitTime  time.Duration
 	DrainTime  time.Duration
+	// Outcomes are the final outcomes, each with its Temporal UI query.
+	Outcomes []Outcome
+	// UI and Namespace make the outcomes' Temporal UI links.
+	UI, Namespace string
 }
 
 // SKUID is the one SKU of a demo activity.
@@ -71,6 +78,7 @@ func (opts Options) withDefaults() Options {
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
 	}
+	opts.prog = newProgress(opts.Progress)
 	if opts.ActivityID == 0 {
 		opts.ActivityID = time.Now().UnixMilli()
 	}
@@ -144,6 +152,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 	}
 	defer sys.close()
 	cfg, conns := sys.cfg, sys.conns
+	rep.UI, rep.Namespace = cfg.TemporalUI, cfg.TemporalNamespace
 
 	authn, err := app.Authenticator(cfg)
 	if err != nil {
@@ -176,6 +185,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 		}
 	}
 	rep.DrainTime = time.Since(drainStart)
+	if err := rep.countOutcomes(ctx, conns); err != nil {
+		return rep, err
+	}
 	rep.Snapshot, rep.Violations, err = invariants.Check(ctx, conns.Pool, conns.Redis, opts.ActivityID, SKUID, true)
 	return rep, err
 }
@@ -200,7 +212,7 @@ func setUp(ctx context.Context, client *http.Client, sys *system, opts Options) 
 			return fmt.Errorf("lower PostgreSQL stock: %w", err)
 		}
 	}
-	fmt.Fprintf(opts.Progress, "sale %d: %d units in Redis, %d in PostgreSQL; %d buyers, %d at a time\n",
+	opts.prog.printf("sale %d: %d units in Redis, %d in PostgreSQL; %d buyers, %d at a time\n",
 		opts.ActivityID, opts.Stock, opts.Stock-opts.PGShortfall, opts.Buyers, opts.Concurrency)
 	return nil
 }
@@ -211,6 +223,22 @@ func (r *Report) admit(ctx context.Context, client *http.Client, mint func(int64
 	start := time.Now()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var answered atomic.Int64
+	stopBar := make(chan struct{})
+	barDone := make(chan struct{})
+	go func() { // the admission bar
+		defer close(barDone)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopBar:
+				return
+			case <-t.C:
+				opts.prog.update("admission", answered.Load(), int64(opts.Buyers), "buyers answered")
+			}
+		}
+	}()
 	jobs := make(chan int)
 	for range opts.Concurrency {
 		wg.Add(1)
@@ -221,6 +249,7 @@ func (r *Report) admit(ctx context.Context, client *http.Client, mint func(int64
 				mu.Lock()
 				r.HTTP[code]++
 				mu.Unlock()
+				answered.Add(1)
 			}
 		}()
 	}
@@ -229,15 +258,17 @@ func (r *Report) admit(ctx context.Context, client *http.Client, mint func(int64
 	}
 	close(jobs)
 	wg.Wait()
+	close(stopBar)
+	<-barDone
 	r.AdmitTime = time.Since(start)
 	r.Accepted = r.HTTP[http.StatusAccepted]
-	fmt.Fprintf(opts.Progress, "admission done in %s: %v (202 = QUEUED, 409 = sold out)\n", r.AdmitTime.Round(time.Millisecond), r.HTTP)
+	opts.prog.update("admission", answered.Load(), int64(opts.Buyers), "buyers answered")
+	opts.prog.printf("admission done in %s: %v (202 = QUEUED, 409 = sold out)\n", r.AdmitTime.Round(time.Millisecond), r.HTTP)
 }
 
 // awaitFinal waits until every accepted reservation is final and Redis holds
 // nothing open, printing progress every second.
 func (r *Report) awaitFinal(ctx context.Context, conns *app.Conns, opts Options, deadline time.Time, werr <-chan error) error {
-	lastPrint := time.Time{}
 	for {
 		if err := r.count(ctx, conns, opts.ActivityID); err != nil {
 			return err
@@ -250,11 +281,8 @@ func (r *Report) awaitFinal(ctx context.Context, conns *app.Conns, opts Options,
 		if done >= int64(r.Accepted) && snap.RedisOpen == 0 {
 			return nil
 		}
-		if time.Since(lastPrint) >= time.Second {
-			fmt.Fprintf(opts.Progress, "sagas: %d/%d final (orders %d, compensated %d, manual %d), redis open_reserved %d\n",
-				done, r.Accepted, r.Orders, r.Compensated, r.Manual, snap.RedisOpen)
-			lastPrint = time.Now()
-		}
+		opts.prog.update("sagas", done, int64(r.Accepted), fmt.Sprintf("final (orders %d, compensated %d, manual %d), redis open_reserved %d",
+			r.Orders, r.Compensated, r.Manual, snap.RedisOpen))
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not quiescent after %s: %d of %d reservations final, redis open_reserved %d", opts.Timeout, done, r.Accepted, snap.RedisOpen)
 		}
@@ -343,6 +371,8 @@ func (r Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "refunded:           %d (paid after the cancel: money returned)\n", r.Snapshot.Refunded)
 	}
 	fmt.Fprintf(w, "sagas drained in:   %s\n", r.DrainTime.Round(time.Millisecond))
+	r.printOutcomes(w)
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "PostgreSQL stock:   initial %d = available %d + occupied %d + sold %d\n", s.PGInitial, s.PGAvailable, s.PGOccupied, s.PGSold)
 	fmt.Fprintf(w, "Redis stock:        initial %d = available %d + open_reserved %d + committed %d\n", s.RedisInitial, s.RedisAvailable, s.RedisOpen, s.RedisCommitted)
 	if len(r.Violations) == 0 {

@@ -131,7 +131,6 @@ func (r *Report) startBuyers(ctx context.Context, cfg config.Config, conns *app.
 
 // settle waits until no order is open and every late payment is refunded.
 func settle(ctx context.Context, conns *app.Conns, opts Options, deadline time.Time, werr <-chan error) error {
-	lastPrint := time.Time{}
 	for {
 		var open, refunding, unrefunded int
 		if err := conns.Pool.QueryRow(ctx, `
@@ -145,10 +144,7 @@ func settle(ctx context.Context, conns *app.Conns, opts Options, deadline time.T
 		if open == 0 && refunding == 0 && unrefunded == 0 {
 			return nil
 		}
-		if time.Since(lastPrint) >= time.Second {
-			fmt.Fprintf(opts.Progress, "orders: %d open, %d refunds in progress, %d payments to refund\n", open, refunding, unrefunded)
-			lastPrint = time.Now()
-		}
+		opts.prog.status("settling", fmt.Sprintf("orders: %d open, %d refunds in progress, %d payments to refund", open, refunding, unrefunded))
 		if time.Now().After(deadline) {
 			return fmt.Errorf("payments not settled: %d orders open, %d refunding, %d to refund", open, refunding, unrefunded)
 		}

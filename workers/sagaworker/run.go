@@ -35,6 +35,11 @@ func Run(ctx context.Context, d workers.Deps) error {
 	if err != nil {
 		return err
 	}
+	bulk, err := activities.NewBulkRepair(d.Pool, d.Temporal)
+	if err != nil {
+		return err
+	}
+	RegisterBulkRepair(w, bulk)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start temporal worker: %w", err)
 	}

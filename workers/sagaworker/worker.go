@@ -22,6 +22,12 @@ func Register(r worker.Registry, acts *activities.Activities, rec *activities.Re
 	}
 }
 
+// RegisterBulkRepair adds the bulk repair workflow and its activities to r.
+func RegisterBulkRepair(r worker.Registry, bulk *activities.BulkRepair) {
+	r.RegisterWorkflow(workflows.BulkRepairWorkflow)
+	r.RegisterActivity(bulk)
+}
+
 // New builds a worker on taskQueue whose concurrent activities are bounded
 // by maxActivities (keep it within the PostgreSQL pool: seed §11.3) and
 // whose activities are watched and their errors classified as ao says
