@@ -34,7 +34,9 @@ func TestBulkRepairResolvesStuckSagas(t *testing.T) {
 	t.Cleanup(conns.Close)
 	wctx, stopWorker := context.WithCancel(context.Background())
 	werr := make(chan error, 1)
-	go func() { werr <- app.RunWorkers(wctx, cfg, conns, []string{app.PartSaga}, app.NewTelemetry(), nil, logger()) }()
+	go func() {
+		werr <- app.RunWorkers(wctx, cfg, conns, []string{app.PartSaga}, app.NewTelemetry(), nil, logger())
+	}()
 	t.Cleanup(func() {
 		stopWorker()
 		if err := <-werr; err != nil && !errors.Is(err, context.Canceled) {
