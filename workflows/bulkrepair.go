@@ -32,13 +32,7 @@ type BulkRepairInput struct {
 }
 
 // BulkRepairItem is what happened to one saga.
-type BulkRepairItem struct {
-	WorkflowID string
-	// Outcome: APPLIED (signalled), WOULD_APPLY (dry run), REFUSED (the
-	// repair does not fit its state: Reason), SKIPPED (not running any more).
-	Outcome string
-	Reason  string `json:",omitempty"`
-}
+type BulkRepairItem = activities.BulkItem
 
 // BulkRepairReport is the workflow's result.
 type BulkRepairReport struct {
@@ -55,10 +49,10 @@ type BulkRepairReport struct {
 
 // Outcomes of one saga in a bulk repair.
 const (
-	BulkApplied    = "APPLIED"
-	BulkWouldApply = "WOULD_APPLY"
-	BulkRefused    = "REFUSED"
-	BulkSkipped    = "SKIPPED"
+	BulkApplied    = activities.BulkApplied
+	BulkWouldApply = activities.BulkWouldApply
+	BulkRefused    = activities.BulkRefused
+	BulkSkipped    = activities.BulkSkipped
 )
 
 // ValidateBulkRepair refuses bad input before anything is started: each
@@ -95,68 +89,40 @@ var bulkAct *activities.BulkRepair
 // refused there.
 func BulkRepairWorkflow(ctx workflow.Context, in BulkRepairInput) (BulkRepairReport, error) {
 	rep := BulkRepairReport{Query: in.Query, Action: in.Action, DryRun: in.DryRun, RefusedByReason: map[string]int{}}
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	listCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 10},
 	})
-	pace := time.Duration(float64(time.Second) / max(in.PerSecond, 0.001))
-	var ids []string
+	batchCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour, HeartbeatTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 10},
+	})
 	var page []byte
-	for {
+	for rep.Listed < in.Limit {
 		var p activities.ListPage
-		if err := workflow.ExecuteActivity(ctx, bulkAct.ListSagas, in.Query, page).Get(ctx, &p); err != nil {
+		if err := workflow.ExecuteActivity(listCtx, bulkAct.ListSagas, in.Query, page).Get(ctx, &p); err != nil {
 			return rep, err
 		}
-		ids = append(ids, p.WorkflowIDs...)
-		if len(p.NextPage) == 0 || len(ids) >= in.Limit {
+		ids := p.WorkflowIDs
+		if rep.Listed+len(ids) > in.Limit {
+			ids, rep.Truncated = ids[:in.Limit-rep.Listed], true
+		}
+		rep.Listed += len(ids)
+		var items []activities.BulkItem
+		if err := workflow.ExecuteActivity(batchCtx, bulkAct.RepairBatch, activities.BulkBatch{WorkflowIDs: ids, Action: in.Action,
+			RepairIDPrefix: in.RepairIDPrefix, Operator: in.Operator, Reason: in.Reason, DryRun: in.DryRun,
+			PerSecond: in.PerSecond}).Get(ctx, &items); err != nil {
+			return rep, err
+		}
+		for _, it := range items {
+			rep.add(it)
+		}
+		if len(p.NextPage) == 0 {
 			break
 		}
 		page = p.NextPage
 	}
-	if len(ids) > in.Limit {
-		ids, rep.Truncated = ids[:in.Limit], true
-	}
-	rep.Listed = len(ids)
-	for i, id := range ids {
-		it, err := bulkOne(ctx, in, id)
-		if err != nil {
-			return rep, err
-		}
-		rep.add(it)
-		if it.Outcome == BulkApplied && i < len(ids)-1 {
-			if err := workflow.Sleep(ctx, pace); err != nil {
-				return rep, err
-			}
-		}
-	}
 	return rep, nil
-}
-
-// bulkOne checks and (unless a dry run) signals one saga.
-func bulkOne(ctx workflow.Context, in BulkRepairInput, id string) (BulkRepairItem, error) {
-	it := BulkRepairItem{WorkflowID: id}
-	var refuse string
-	if err := workflow.ExecuteActivity(ctx, bulkAct.CheckRepair, id, in.Action).Get(ctx, &refuse); err != nil {
-		return it, err
-	}
-	switch {
-	case refuse != "":
-		it.Outcome, it.Reason = BulkRefused, refuse
-		return it, nil
-	case in.DryRun:
-		it.Outcome = BulkWouldApply
-		return it, nil
-	}
-	req := activities.RepairRequest{Action: in.Action, RepairID: in.RepairIDPrefix + id, Operator: in.Operator, Reason: in.Reason}
-	var sent bool
-	if err := workflow.ExecuteActivity(ctx, bulkAct.SignalRepair, id, req).Get(ctx, &sent); err != nil {
-		return it, err
-	}
-	it.Outcome = BulkApplied
-	if !sent {
-		it.Outcome, it.Reason = BulkSkipped, "the saga is not running any more"
-	}
-	return it, nil
 }
 
 func (r *BulkRepairReport) add(it BulkRepairItem) {

@@ -34,7 +34,7 @@ func (c *Control) Describe(ctx context.Context, rid uuid.UUID) (explain.Saga, er
 	}
 	info := d.GetWorkflowExecutionInfo()
 	s.RunID = info.GetExecution().GetRunId()
-	s.Status = strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")
+	s.Status = strings.ToUpper(strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
 	for _, p := range d.GetPendingActivities() {
 		s.Pending = append(s.Pending, explain.Pending{Activity: p.GetActivityType().GetName(), Attempt: p.GetAttempt(),
 			LastFailure: p.GetLastFailure().GetMessage()})
