@@ -20,7 +20,6 @@ import (
 	"github.com/seckill/seckill/internal/explain"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/payments"
-	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
@@ -45,18 +44,7 @@ func newRig(t *testing.T) *rig {
 	dsn, pool := testenv.Database(t, cfg)
 	rdb := testenv.Redis(t, cfg)
 	ctx := context.Background()
-	a := sale.Activity{ActivityID: testenv.ActivityID(), Name: "explain", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
-		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300, SKUs: []sale.SKU{{SKUID: 4, Stock: 20, PriceCents: 1999}}}
-	if _, err := sale.Setup(ctx, pool, rdb, a); err != nil {
-		t.Fatal(err)
-	}
-	k := lua.Keys{ActivityID: a.ActivityID, SKUID: 4}
-	t.Cleanup(func() {
-		rdb.SRem(ctx, lua.ActiveSKUs, fmt.Sprintf("%d:4", a.ActivityID))
-		if ks, _ := rdb.Keys(ctx, fmt.Sprintf("seckill:{%d:4}:*", a.ActivityID)).Result(); len(ks) > 0 {
-			rdb.Del(ctx, ks...)
-		}
-	})
+	k := testenv.Sale(t, pool, rdb, 4, 20, 1999)
 	verify, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

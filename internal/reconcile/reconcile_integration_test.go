@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/reconcile"
-	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 )
@@ -40,18 +38,7 @@ func newRig(t *testing.T) *rig {
 	dsn, pool := testenv.Database(t, cfg)
 	rdb := testenv.Redis(t, cfg)
 	ctx := context.Background()
-	a := sale.Activity{ActivityID: testenv.ActivityID(), Name: "r", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
-		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300, SKUs: []sale.SKU{{SKUID: 5, Stock: 10, PriceCents: 100}}}
-	if _, err := sale.Setup(ctx, pool, rdb, a); err != nil {
-		t.Fatal(err)
-	}
-	k := lua.Keys{ActivityID: a.ActivityID, SKUID: 5}
-	t.Cleanup(func() {
-		rdb.SRem(ctx, lua.ActiveSKUs, fmt.Sprintf("%d:5", a.ActivityID))
-		if ks, _ := rdb.Keys(ctx, fmt.Sprintf("seckill:{%d:5}:*", a.ActivityID)).Result(); len(ks) > 0 {
-			rdb.Del(ctx, ks...)
-		}
-	})
+	k := testenv.Sale(t, pool, rdb, 5, 10, 100)
 	verify, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ import (
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/redisx"
 	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/migrations"
 )
@@ -214,4 +215,24 @@ func Stores(t testing.TB, pool *pgxpool.Pool, rdb redis.Cmdable, provider paymen
 		t.Fatal(err)
 	}
 	return reconcile.Stores{Inventory: inv, Payments: payments.NewStore(pool, nil), Provider: provider}
+}
+
+// Sale sets up a running one-SKU sale (PostgreSQL and Redis) at priceCents for a test and
+// removes its Redis keys when the test ends.
+func Sale(t testing.TB, pool *pgxpool.Pool, rdb redis.Cmdable, skuID, stock, priceCents int64) lua.Keys {
+	t.Helper()
+	ctx := context.Background()
+	a := sale.Activity{ActivityID: ActivityID(), Name: "test", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
+		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300, SKUs: []sale.SKU{{SKUID: skuID, Stock: stock, PriceCents: priceCents}}}
+	if _, err := sale.Setup(ctx, pool, rdb, a); err != nil {
+		t.Fatal(err)
+	}
+	k := lua.Keys{ActivityID: a.ActivityID, SKUID: skuID}
+	t.Cleanup(func() {
+		rdb.SRem(ctx, lua.ActiveSKUs, fmt.Sprintf("%d:%d", k.ActivityID, k.SKUID))
+		if ks, _ := rdb.Keys(ctx, fmt.Sprintf("seckill:{%d:%d}:*", k.ActivityID, k.SKUID)).Result(); len(ks) > 0 {
+			rdb.Del(ctx, ks...)
+		}
+	})
+	return k
 }
