@@ -5,8 +5,6 @@ package bench
 
 import (
 	"os"
-	"path/filepath"
-	"strconv"
 	"time"
 )
 
@@ -29,26 +27,9 @@ func StartCPUWindow() CPUWindow {
 	return w
 }
 
-// readChildTicks reads cutime + cstime of every process.
+// readChildTicks reads cutime + cstime of every process (those with any).
 func readChildTicks() ProcTicks {
-	out := ProcTicks{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(d + "/stat") // #nosec G304 -- a path the operator or the harness chose (a file it names on the command line, a pid or log file of the stack)
-		if err != nil {
-			continue
-		}
-		comm, ticks, err := ParseProcPIDChildStat(string(raw))
-		if err != nil || ticks == 0 {
-			continue
-		}
-		out[pid] = ProcEntry{Name: comm, Ticks: ticks}
-	}
-	return out
+	return walkProcStats(ParseProcPIDChildStat, false)
 }
 
 // LegCPU is where the machine's CPU went during one leg, per operation.

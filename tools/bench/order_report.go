@@ -224,19 +224,7 @@ func (r *OrderReport) writeCPU(w io.Writer) {
 // writeRatios prints the ratios against their targets, the notes and the
 // failures.
 func (r *OrderReport) writeRatios(w io.Writer) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ratio\tvalue\ttarget\tmet")
-	for _, q := range r.Ratios {
-		verdict := "yes"
-		if !q.Met {
-			verdict = "NO"
-			if q.Target > 0 && q.Value > 0 {
-				verdict += fmt.Sprintf(" (%.0f%% of the target)", 100*q.Value/q.Target)
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%s %.2f\t%s\n", q.Name, q.Value, q.Op, q.Target, verdict)
-	}
-	_ = tw.Flush()
+	writeRatioTable(w, r.Ratios)
 	if s := r.Sagas; s != nil && s.DrainS > 0 {
 		fmt.Fprintf(w, "sagas/s end to end from a backlog of %d reservations: %.1f (steady 10%%-90%%: %.1f); drain time %.1f s\n",
 			s.Sagas, s.SagasPS, s.SteadyPS, s.DrainS)

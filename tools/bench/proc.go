@@ -26,6 +26,13 @@ const ClockTicks = 100
 // ReadProcTicks snapshots /proc/<pid>/stat of every process. Processes that
 // vanish while it reads are skipped.
 func ReadProcTicks() ProcTicks {
+	return walkProcStats(ParseProcPIDStat, true)
+}
+
+// walkProcStats parses /proc/<pid>/stat of every process with parse,
+// skipping processes that vanish. With named, the stack's Java processes are
+// told apart by their main class; without, processes with no ticks are left out.
+func walkProcStats(parse func(string) (string, uint64, error), named bool) ProcTicks {
 	out := ProcTicks{}
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
@@ -37,11 +44,16 @@ func ReadProcTicks() ProcTicks {
 		if err != nil {
 			continue
 		}
-		comm, ticks, err := ParseProcPIDStat(string(raw))
+		comm, ticks, err := parse(string(raw))
 		if err != nil {
 			continue
 		}
-		out[pid] = ProcEntry{Name: procName(d, comm), Ticks: ticks}
+		if named {
+			comm = procName(d, comm)
+		} else if ticks == 0 {
+			continue
+		}
+		out[pid] = ProcEntry{Name: comm, Ticks: ticks}
 	}
 	return out
 }

@@ -179,19 +179,7 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ratio\tvalue\ttarget\tmet")
-	for _, q := range r.Ratios {
-		verdict := "yes"
-		if !q.Met {
-			verdict = "NO"
-			if q.Target > 0 && q.Value > 0 {
-				verdict += fmt.Sprintf(" (%.0f%% of the target)", 100*q.Value/q.Target)
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%s %.2f\t%s\n", q.Name, q.Value, q.Op, q.Target, verdict)
-	}
-	_ = tw.Flush()
+	writeRatioTable(w, r.Ratios)
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
@@ -230,4 +218,21 @@ func writeReport(stdout io.Writer, asJSON bool, rep any, text func(io.Writer), f
 		return fmt.Errorf("bench failed: %s", strings.Join(*failures, "; "))
 	}
 	return nil
+}
+
+// writeRatioTable prints ratios against their targets (both benches' reports).
+func writeRatioTable(w io.Writer, ratios []Ratio) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ratio\tvalue\ttarget\tmet")
+	for _, q := range ratios {
+		verdict := "yes"
+		if !q.Met {
+			verdict = "NO"
+			if q.Target > 0 && q.Value > 0 {
+				verdict += fmt.Sprintf(" (%.0f%% of the target)", 100*q.Value/q.Target)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%s %.2f\t%s\n", q.Name, q.Value, q.Op, q.Target, verdict)
+	}
+	_ = tw.Flush()
 }
