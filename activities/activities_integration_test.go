@@ -347,6 +347,45 @@ func TestCommitOutcomeUnknownResolvesByInbox(t *testing.T) {
 	}
 }
 
+// Each failpoint inside the order transaction (seckill_create_order stops
+// there, the process fails) rolls the whole transaction back, and the retry
+// with the same message_id creates the order once, with its outbox event.
+func TestOrderTransactionRollsBackAtEachInnerFailpoint(t *testing.T) {
+	r := newRig(t, 5, 5)
+	testenv.RequireFailpoints(t)
+	ctx := context.Background()
+	for i, fp := range []string{failpoint.AfterInboxInsert, failpoint.AfterOrderInsert, failpoint.AfterPGStockDecrement} {
+		m := r.reserve(t, int64(i+1))
+		r.fp.Arm(fp, 1)
+		if _, err := r.acts.CreateOrder(ctx, m); !errors.Is(err, failpoint.ErrInjected) {
+			t.Fatalf("%s: = %v, want the injected failure", fp, err)
+		}
+		if n := r.count(t, `SELECT (SELECT count(*) FROM consumer_inbox WHERE message_id = $1) + (SELECT count(*) FROM orders WHERE reservation_id = $2)
+			+ (SELECT count(*) FROM inventory_reservation WHERE reservation_id = $2)`, m.MessageID, m.ReservationID); n != 0 {
+			t.Fatalf("%s: the rolled-back transaction left %d rows", fp, n)
+		}
+		if _, avail, occ, _ := r.stock(t); avail != 5-i || occ != i {
+			t.Fatalf("%s: stock %d/%d after the rollback", fp, avail, occ)
+		}
+		res, err := r.acts.CreateOrder(ctx, m)
+		if err != nil || res.Outcome != activities.OutcomeCreated || res.Duplicate || res.ExpiresAt.IsZero() {
+			t.Fatalf("%s: retry = %+v, %v", fp, res, err)
+		}
+		var payload map[string]any
+		if err := r.pool.QueryRow(ctx, `SELECT payload FROM event_outbox WHERE aggregate_id = $1 AND event_type = 'ORDER_CREATED'`,
+			res.OrderID).Scan(&payload); err != nil {
+			t.Fatalf("%s: outbox: %v", fp, err)
+		}
+		if payload["order_id"] != res.OrderID.String() || payload["reservation_id"] != m.ReservationID.String() ||
+			payload["user_id"] != float64(m.UserID) || payload["schema_version"] != float64(1) || payload["expires_at"] == nil {
+			t.Fatalf("%s: ORDER_CREATED payload %v", fp, payload)
+		}
+	}
+	if _, avail, occ, _ := r.stock(t); avail != 2 || occ != 3 {
+		t.Fatalf("stock %d/%d at the end", avail, occ)
+	}
+}
+
 func TestLateMessageAfterDurableRejection(t *testing.T) {
 	r := newRig(t, 5, 5)
 	ctx := context.Background()

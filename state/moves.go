@@ -10,10 +10,12 @@ var ReservationMoves = Machine[Reservation]{
 	States: []Reservation{ReservationReserved, ReservationOrderCreated, ReservationOrderRejected,
 		ReservationCompensating, ReservationCompensated, ReservationCancelled, ReservationManualReview},
 	Moves: []Move[Reservation]{
+		{"", ReservationReserved, "migrations/00007_create_order.sql seckill_create_order"}, // the order transaction, first message of a reservation
 		{"", ReservationReserved, "internal/inventory/reservation.go Record"},
 		{"", ReservationReserved, "internal/inventory/overdue.go rejectOverdueTx"}, // a reservation PostgreSQL never saw, rejected at once
-		{ReservationReserved, ReservationOrderCreated, "internal/inventory/reservation.go ToOrderCreated"},
-		{ReservationReserved, ReservationOrderRejected, "internal/inventory/reservation.go Reject"},
+		{ReservationReserved, ReservationOrderCreated, "migrations/00007_create_order.sql seckill_create_order"},
+		{ReservationReserved, ReservationOrderRejected, "migrations/00007_create_order.sql seckill_create_order"},
+		{ReservationReserved, ReservationOrderRejected, "internal/inventory/reservation.go Reject"}, // past the deadline (reconciliation)
 		{ReservationOrderRejected, ReservationCompensating, "internal/inventory/compensate.go authorizeCompensation"},
 		{ReservationCompensating, ReservationCompensated, "internal/inventory/compensate.go finishCompensation"},
 		{ReservationCompensating, ReservationManualReview, "internal/inventory/compensate.go toManual"},
@@ -52,7 +54,7 @@ var OrderMoves = Machine[Order]{
 	Table:  "orders",
 	States: []Order{OrderCreated, OrderPaying, OrderCancelPending, OrderPaid, OrderCancelled, OrderRefunding, OrderRefunded},
 	Moves: []Move[Order]{
-		{"", OrderCreated, "internal/orders/orders.go Insert"},
+		{"", OrderCreated, "migrations/00007_create_order.sql seckill_create_order"},
 		{OrderCreated, OrderPaying, "internal/orders/orders.go ToPaying"},
 		{OrderPaying, OrderPaying, "internal/orders/orders.go ToPaying"}, // a second payment attempt
 		{OrderCreated, OrderCancelPending, "internal/orders/orders.go BeginCancel"},
@@ -104,7 +106,8 @@ var CompensationMoves = Machine[Compensation]{
 	States: []Compensation{CompensationPending, CompensationClaimed, CompensationRetry, CompensationApplied,
 		CompensationVerified, CompensationManual},
 	Moves: []Move[Compensation]{
-		{"", CompensationPending, "internal/inventory/reservation.go Reject"},
+		{"", CompensationPending, "migrations/00007_create_order.sql seckill_create_order"},
+		{"", CompensationPending, "internal/inventory/reservation.go Reject"}, // past the deadline (reconciliation)
 		{CompensationPending, CompensationClaimed, "internal/inventory/compensate.go claimTask"},
 		{CompensationRetry, CompensationClaimed, "internal/inventory/compensate.go claimTask"},
 		{CompensationClaimed, CompensationClaimed, "internal/inventory/compensate.go claimTask"}, // its lease ran out
@@ -121,6 +124,7 @@ var OutboxMoves = Machine[Outbox]{
 	States: []Outbox{OutboxPending, OutboxSending, OutboxRetry, OutboxSent, OutboxManual},
 	Moves: []Move[Outbox]{
 		{"", OutboxPending, "internal/outbox/outbox.go Insert"},
+		{"", OutboxPending, "migrations/00007_create_order.sql seckill_create_order"}, // ORDER_CREATED, RESERVATION_COMPENSATE_REQUIRED
 		{OutboxPending, OutboxSending, "workers/outboxrelay/relay.go RelayOnce"},
 		{OutboxRetry, OutboxSending, "workers/outboxrelay/relay.go RelayOnce"},
 		{OutboxSending, OutboxSending, "workers/outboxrelay/relay.go RelayOnce"}, // its lease ran out

@@ -108,7 +108,11 @@ func TestMovesNameTheirFunctions(t *testing.T) {
 			if strings.HasSuffix(file, ".lua") {
 				continue
 			}
-			if fn == "" || !regexp.MustCompile(`(?m)^func (\([^)]*\) )?`+regexp.QuoteMeta(fn)+`[(\[]`).Match(b) {
+			def := `(?m)^func (\([^)]*\) )?` + regexp.QuoteMeta(fn) + `[(\[]`
+			if strings.HasSuffix(file, ".sql") {
+				def = `(?m)^CREATE (OR REPLACE )?FUNCTION ` + regexp.QuoteMeta(fn) + `\(`
+			}
+			if fn == "" || !regexp.MustCompile(def).Match(b) {
 				t.Errorf("%s: %s -> %s: %s defines no func %q", c.name, mv.From, mv.To, file, fn)
 			}
 		}

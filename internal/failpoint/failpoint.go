@@ -167,6 +167,35 @@ func (s *Set) Check(name string) error {
 	if !fire {
 		return nil
 	}
+	return s.act(name, crash)
+}
+
+// Decision is the failpoint Next chose to fire, if any.
+type Decision struct {
+	Name  string // "" when none fires
+	crash bool
+}
+
+// Next decides, in order, whether one of names fires now and returns the
+// first that does, consuming its count as Check would. The caller lets code
+// it does not run itself (a server-side function) stop at that point, then
+// calls Fire to crash or fail there as Check would have.
+func (s *Set) Next(names ...string) Decision {
+	if !Enabled || s == nil || !s.armed.Load() {
+		return Decision{}
+	}
+	for _, n := range names {
+		if fire, crash := s.fire(n); fire {
+			return Decision{Name: n, crash: crash}
+		}
+	}
+	return Decision{}
+}
+
+// Fire acts out a Decision of Next: the crash, or ErrInjected.
+func (s *Set) Fire(d Decision) error { return s.act(d.Name, d.crash) }
+
+func (s *Set) act(name string, crash bool) error {
 	if crash {
 		if s.CrashFunc != nil {
 			s.CrashFunc(name)

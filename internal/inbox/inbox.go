@@ -89,13 +89,6 @@ func Exists(ctx context.Context, db pg.Querier, group string, messageID uuid.UUI
 	return ok, nil
 }
 
-// Finish records the decision of a claimed row (and the order it created).
-func Finish(ctx context.Context, db pg.Execer, group string, messageID uuid.UUID, code string, orderID *uuid.UUID) error {
-	return pg.MoveOne(ctx, db, "finish inbox of message "+messageID.String(), `
-		UPDATE consumer_inbox SET result_code = $3, order_id = $4, processed_at = clock_timestamp()
-		WHERE consumer_group = $1 AND message_id = $2`, group, messageID, code, orderID)
-}
-
 // Advance moves a row from one result_code to the next (compare-and-set).
 // moved is false when the row was not at from: the caller re-reads it.
 func Advance(ctx context.Context, db pg.Execer, group string, messageID uuid.UUID, from, to string) (moved bool, err error) {

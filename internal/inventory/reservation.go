@@ -22,7 +22,6 @@ import (
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/pg"
-	"github.com/seckill/seckill/state"
 )
 
 // Rejection reasons recorded in inventory_reservation.reason_code.
@@ -42,32 +41,14 @@ func CompensationKey(rid uuid.UUID) string { return "RELEASE_REDIS_RESERVATION:"
 func CompensationTaskID(rid uuid.UUID) uuid.UUID { return ids.Named("COMPENSATION_TASK", rid) }
 
 // Record writes the reservation's row as RESERVED if PostgreSQL has none
-// yet (the first message of a reservation, or reconciliation recording one
-// PostgreSQL never saw).
+// yet: reconciliation recording one PostgreSQL never saw (the order
+// transaction, seckill_create_order, records the first message's itself).
 func Record(ctx context.Context, db pg.Execer, m events.OrderCreateRequested) error {
 	return pg.Exec(ctx, db, "record reservation "+m.ReservationID.String(), `
 		INSERT INTO inventory_reservation (reservation_id, request_id, activity_id, sku_id, user_id, message_id, status, reserved_at, business_deadline)
 		VALUES ($1, $2, $3, $4, $5, $6, 'RESERVED', $7, $8)
 		ON CONFLICT (reservation_id) DO NOTHING`,
 		m.ReservationID, m.RequestID, m.ActivityID, m.SKUID, m.UserID, m.MessageID, m.ReservedAt, m.BusinessDeadline)
-}
-
-// Lock takes the reservation's row lock and returns its status and order.
-func Lock(ctx context.Context, tx pgx.Tx, rid uuid.UUID) (state.Reservation, *uuid.UUID, error) {
-	var status state.Reservation
-	var orderID *uuid.UUID
-	if err := tx.QueryRow(ctx, `SELECT status, order_id FROM inventory_reservation WHERE reservation_id = $1 FOR UPDATE`,
-		rid).Scan(&status, &orderID); err != nil {
-		return "", nil, fmt.Errorf("lock reservation %s: %w", rid, err)
-	}
-	return status, orderID, nil
-}
-
-// ToOrderCreated moves RESERVED → ORDER_CREATED with the order's id.
-func ToOrderCreated(ctx context.Context, tx pgx.Tx, rid, orderID uuid.UUID) error {
-	return pg.MoveOne(ctx, tx, fmt.Sprintf("reservation %s RESERVED → ORDER_CREATED", rid), `
-		UPDATE inventory_reservation SET status = 'ORDER_CREATED', order_id = $2, version = version + 1, updated_at = clock_timestamp()
-		WHERE reservation_id = $1 AND status = 'RESERVED'`, rid, orderID)
 }
 
 // Subject names the reservation a rejection is about.
@@ -80,7 +61,8 @@ type Subject struct {
 // Reject durably records ORDER_REJECTED with its compensation task and
 // outbox event in the caller's transaction (seed §9.4): RESERVED →
 // ORDER_REJECTED, a compensation_task with the fixed key, and
-// RESERVATION_COMPENSATE_REQUIRED.
+// RESERVATION_COMPENSATE_REQUIRED: the rows the order transaction's own
+// rejection writes (seckill_create_order). RejectOverdue uses it.
 func Reject(ctx context.Context, tx pgx.Tx, s Subject, reason string) error {
 	rid := s.ReservationID
 	if err := pg.MoveOne(ctx, tx, fmt.Sprintf("reservation %s RESERVED → ORDER_REJECTED", rid), `
@@ -99,6 +81,10 @@ func Reject(ctx context.Context, tx pgx.Tx, s Subject, reason string) error {
 		"reservation_id": rid, "activity_id": s.ActivityID, "sku_id": s.SKUID, "reason": reason,
 	})
 }
+
+// LedgerOccupyKey is the idempotency key of the ledger row of the unit an
+// order took (written by the order transaction, seckill_create_order).
+func LedgerOccupyKey(rid uuid.UUID) string { return "OCCUPY:" + rid.String() }
 
 // Cancel moves a cancelled order's reservation ORDER_CREATED → CANCELLED
 // (a reservation already moved on is left as it is).

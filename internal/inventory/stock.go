@@ -16,39 +16,6 @@ type SKU struct {
 	SKUID      int64
 }
 
-// TakeSQL is Take's conditional stock update ($1 activity, $2 SKU): the
-// statement the order bench's what-if moves (tools/bench) finds it by.
-const TakeSQL = `
-		UPDATE sku_inventory
-		SET available_stock = available_stock - 1, occupied_stock = occupied_stock + 1,
-		    version = version + 1, updated_at = clock_timestamp()
-		WHERE activity_id = $1 AND sku_id = $2 AND available_stock > 0`
-
-// Take moves one unit available → occupied if one is left; ok is false when
-// the SKU has none (the conditional update found no row).
-func Take(ctx context.Context, tx pgx.Tx, s SKU) (ok bool, err error) {
-	n, err := pg.Moved(ctx, tx, fmt.Sprintf("take final stock of %d/%d", s.ActivityID, s.SKUID), TakeSQL, s.ActivityID, s.SKUID)
-	return n == 1, err
-}
-
-// Untake gives back a unit Take took in the same transaction (occupied →
-// available), before anybody could see it taken.
-func Untake(ctx context.Context, tx pgx.Tx, s SKU) error {
-	return pg.Exec(ctx, tx, fmt.Sprintf("restore stock of %d/%d", s.ActivityID, s.SKUID), `
-		UPDATE sku_inventory
-		SET available_stock = available_stock + 1, occupied_stock = occupied_stock - 1,
-		    version = version + 1, updated_at = clock_timestamp()
-		WHERE activity_id = $1 AND sku_id = $2 AND occupied_stock > 0`, s.ActivityID, s.SKUID)
-}
-
-// LedgerOccupy writes the ledger row of a Take that became an order.
-func LedgerOccupy(ctx context.Context, tx pgx.Tx, s SKU, rid, orderID uuid.UUID) error {
-	return pg.Exec(ctx, tx, "ledger occupy of "+rid.String(), `
-		INSERT INTO inventory_ledger (idempotency_key, activity_id, sku_id, reservation_id, order_id, change_type, delta_available, delta_occupied)
-		VALUES ($5, $2, $3, $1, $4, 'OCCUPY', -1, 1)`,
-		rid, s.ActivityID, s.SKUID, orderID, "OCCUPY:"+rid.String())
-}
-
 // Sell moves a paid order's unit occupied → sold, with its ledger row.
 func Sell(ctx context.Context, tx pgx.Tx, s SKU, rid, orderID uuid.UUID) error {
 	if err := pg.MoveOne(ctx, tx, fmt.Sprintf("stock occupied → sold for %s", orderID), `

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,7 +19,6 @@ import (
 	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/outbox"
-	"github.com/seckill/seckill/internal/pg"
 	"github.com/seckill/seckill/state"
 )
 
@@ -97,34 +96,35 @@ func NewStore(d Deps) (*Store, error) {
 	return &Store{pool: d.Pool, verify: d.Verify, fp: d.Failpoints, log: d.Log, m: d.Metrics, topic: d.Topic}, nil
 }
 
-// Create runs the order transaction of seed §9.3 in one PostgreSQL
-// transaction: inbox first, reservation row lock, status switch, deadline,
-// conditional stock update, order insert, ledger, outbox. At-least-once safe:
-// every retry and every duplicate delivery lands on the same rows.
+// Create runs the order transaction of seed §9.3 as one call of the
+// server-side function seckill_create_order (migrations/00007_create_order.sql):
+// inbox first, reservation row lock, status switch, deadline, order insert,
+// ledger, outbox, and the conditional stock update last, in one autocommit
+// statement: one round trip, and the hot stock row locked from its update to
+// the commit only. At-least-once safe: every retry and every duplicate
+// delivery lands on the same rows.
 func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (CreateResult, error) {
 	if err := m.Validate(); err != nil {
 		return CreateResult{Outcome: OutcomeManual, Reason: "INVALID_MESSAGE: " + err.Error()}, nil
 	}
 	hash := inbox.PayloadHash(m)
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	if err != nil {
-		return CreateResult{}, fmt.Errorf("begin order tx: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-
-	res, done, err := s.orderTx(ctx, tx, m, hash)
-	if err != nil {
-		return CreateResult{}, err
-	}
-	if done { // duplicate: nothing to commit
-		s.count(res)
-		return res, nil
-	}
-	err = tx.Commit(ctx)
-	if err == nil {
-		if ferr := s.fp.Check(failpoint.DuringCommitResponse); ferr != nil {
-			err = ferr // the commit happened, but we act as if its answer was lost
+	fail := s.fp.Next(failpoint.AfterInboxInsert, failpoint.AfterOrderInsert, failpoint.AfterPGStockDecrement)
+	row, err := s.call(ctx, m, hash, fail.Name)
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil && row.duplicate:
+		res, err := s.recorded(ctx, m.MessageID, hash, row.record())
+		if err == nil {
+			s.count(res)
 		}
+		return res, err
+	case err == nil:
+		err = s.fp.Check(failpoint.DuringCommitResponse) // committed, but we act as if its answer was lost
+	case errors.As(err, &pgErr) && pgErr.Code == sqlStateFailpoint:
+		return CreateResult{}, s.fp.Fire(fail) // rolled back where the failpoint stood
+	case errors.As(err, &pgErr), pgconn.SafeToRetry(err):
+		// The server refused the statement (rolled back) or never got it.
+		return CreateResult{}, fmt.Errorf("order transaction of message %s: %w", m.MessageID, err)
 	}
 	if err != nil {
 		s.m.CommitUnknown.Inc()
@@ -134,7 +134,11 @@ func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (Crea
 		}
 		return res, err
 	}
+	res := row.result()
 	s.count(res)
+	if res.Outcome == OutcomeRejected {
+		s.log.InfoContext(ctx, "order.rejected", "reservation_id", m.ReservationID, "message_id", m.MessageID, "reason", res.Reason)
+	}
 	s.log.InfoContext(ctx, "order.transaction_committed", "reservation_id", m.ReservationID, "message_id", m.MessageID,
 		"order_id", res.OrderID, "result", res.Outcome, "reason", res.Reason)
 	if err := s.fp.Check(failpoint.AfterPGCommitBeforeAck); err != nil {
@@ -143,124 +147,58 @@ func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (Crea
 	return res, nil
 }
 
-// orderTx does the work inside tx. done=true means no commit is needed.
-func (s *Store) orderTx(ctx context.Context, tx pgx.Tx, m events.OrderCreateRequested, hash []byte) (CreateResult, bool, error) {
-	claimed, err := inbox.Claim(ctx, tx, inbox.Entry{Group: ConsumerGroup, Topic: s.topic, Message: m, Hash: hash, Code: "PROCESSING"})
-	if err != nil {
-		return CreateResult{}, false, err
-	}
-	if !claimed {
-		res, err := s.recorded(ctx, tx, m.MessageID, hash)
-		return res, true, err
-	}
-	if err := s.fp.Check(failpoint.AfterInboxInsert); err != nil {
-		return CreateResult{}, false, err
-	}
-	if err := inventory.Record(ctx, tx, m); err != nil {
-		return CreateResult{}, false, err
-	}
-	status, orderID, err := inventory.Lock(ctx, tx, m.ReservationID)
-	if err != nil {
-		return CreateResult{}, false, err
-	}
-	res, err := s.decide(ctx, tx, m, status, orderID)
-	if err != nil {
-		return CreateResult{}, false, err
-	}
-	if err := inbox.Finish(ctx, tx, ConsumerGroup, m.MessageID, resultCode(res), nullUUID(res.OrderID)); err != nil {
-		return CreateResult{}, false, err
-	}
-	return res, false, nil
+// sqlStateFailpoint is what seckill_create_order raises at the failpoint
+// passed in p_fail_at.
+const sqlStateFailpoint = "SK001"
+
+// createSQL calls the order transaction; its arguments are in the order of
+// the function's parameters.
+const createSQL = `SELECT o_outcome, o_reason, o_order_id, o_expires_at, o_duplicate, o_hash, o_code
+	FROM seckill_create_order($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`
+
+// fnRow is what seckill_create_order returns.
+type fnRow struct {
+	outcome, reason *string
+	orderID         *uuid.UUID
+	expiresAt       *time.Time
+	duplicate       bool
+	hash            []byte  // duplicate: the recorded payload hash
+	code            *string // duplicate: the recorded result code
 }
 
-// decide switches on the reservation's status under its row lock.
-func (s *Store) decide(ctx context.Context, tx pgx.Tx, m events.OrderCreateRequested, status state.Reservation, orderID *uuid.UUID) (CreateResult, error) {
-	switch status {
-	case state.ReservationOrderCreated:
-		res := CreateResult{Outcome: OutcomeCreated, OrderID: *orderID}
-		if err := tx.QueryRow(ctx, `SELECT expires_at FROM orders WHERE order_id = $1`, *orderID).Scan(&res.ExpiresAt); err != nil {
-			return CreateResult{}, fmt.Errorf("read order: %w", err)
-		}
-		return res, nil
-	case state.ReservationOrderRejected, state.ReservationCompensating, state.ReservationCompensated, state.ReservationCancelled:
-		// A durable decision was taken before this message: no order, and the
-		// existing compensation task (fixed key) is the only compensation.
-		return CreateResult{Outcome: OutcomeLate, Reason: "LATE_AFTER_" + string(status)}, nil
-	case state.ReservationManualReview:
-		return CreateResult{Outcome: OutcomeManual, Reason: "RESERVATION_UNDER_REVIEW"}, nil
-	case state.ReservationReserved:
-		return s.createOrReject(ctx, tx, m)
-	}
-	return CreateResult{}, fmt.Errorf("reservation %s in unknown status %q", m.ReservationID, status)
+func (s *Store) call(ctx context.Context, m events.OrderCreateRequested, hash []byte, failAt string) (fnRow, error) {
+	rid := m.ReservationID
+	orderID := ID(rid)
+	var r fnRow
+	err := s.pool.QueryRow(ctx, createSQL, ConsumerGroup, s.topic, m.MessageID, m.EventType,
+		rid, m.RequestID, m.ActivityID, m.SKUID, m.UserID, m.ReservedAt, m.BusinessDeadline, hash,
+		orderID, outbox.EventID("ORDER_CREATED", orderID), inventory.LedgerOccupyKey(rid),
+		inventory.CompensationTaskID(rid), inventory.CompensationKey(rid),
+		outbox.EventID("RESERVATION_COMPENSATE_REQUIRED", rid), failAt,
+	).Scan(&r.outcome, &r.reason, &r.orderID, &r.expiresAt, &r.duplicate, &r.hash, &r.code)
+	return r, err
 }
 
-func (s *Store) createOrReject(ctx context.Context, tx pgx.Tx, m events.OrderCreateRequested) (CreateResult, error) {
-	var now, expires time.Time
-	var price int64
-	err := tx.QueryRow(ctx, `
-		SELECT clock_timestamp(), clock_timestamp() + make_interval(secs => a.payment_timeout_seconds), i.price_cents
-		FROM sale_activity a JOIN sku_inventory i ON i.activity_id = a.activity_id
-		WHERE a.activity_id = $1 AND i.sku_id = $2`, m.ActivityID, m.SKUID).Scan(&now, &expires, &price)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return s.reject(ctx, tx, m, inventory.ReasonUnknownSKU)
+func (r fnRow) result() CreateResult {
+	res := CreateResult{Outcome: Outcome(deref(r.outcome)), Reason: deref(r.reason)}
+	if r.orderID != nil {
+		res.OrderID = *r.orderID
 	}
-	if err != nil {
-		return CreateResult{}, fmt.Errorf("read sale: %w", err)
+	if r.expiresAt != nil {
+		res.ExpiresAt = *r.expiresAt
 	}
-	// Past the hard business deadline (not merely slow): durable rejection (seed §11.2).
-	if now.After(m.BusinessDeadline) {
-		return s.reject(ctx, tx, m, inventory.ReasonDeadline)
-	}
-	sku := inventory.SKU{ActivityID: m.ActivityID, SKUID: m.SKUID}
-	took, err := inventory.Take(ctx, tx, sku)
-	if err != nil {
-		return CreateResult{}, err
-	}
-	if !took {
-		return s.reject(ctx, tx, m, inventory.ReasonStockExhausted)
-	}
-	if err := s.fp.Check(failpoint.AfterPGStockDecrement); err != nil {
-		return CreateResult{}, err
-	}
-	orderID := ID(m.ReservationID)
-	inserted, err := Insert(ctx, tx, New{OrderID: orderID, ActivityID: m.ActivityID, SKUID: m.SKUID, UserID: m.UserID,
-		RequestID: m.RequestID, ReservationID: m.ReservationID, AmountCents: price, ExpiresAt: expires})
-	if err != nil {
-		return CreateResult{}, err
-	}
-	if !inserted {
-		// One order per (activity, sku, user): give the unit back inside this
-		// same transaction, so nobody ever sees it taken.
-		if err := inventory.Untake(ctx, tx, sku); err != nil {
-			return CreateResult{}, err
-		}
-		return s.reject(ctx, tx, m, inventory.ReasonDuplicateOrder)
-	}
-	if err := s.fp.Check(failpoint.AfterOrderInsert); err != nil {
-		return CreateResult{}, err
-	}
-	if err := inventory.LedgerOccupy(ctx, tx, sku, m.ReservationID, orderID); err != nil {
-		return CreateResult{}, err
-	}
-	if err := inventory.ToOrderCreated(ctx, tx, m.ReservationID, orderID); err != nil {
-		return CreateResult{}, err
-	}
-	if err := outbox.Insert(ctx, tx, "ORDER", orderID, "ORDER_CREATED", m.ReservationID.String(), map[string]any{
-		"order_id": orderID, "reservation_id": m.ReservationID, "activity_id": m.ActivityID, "sku_id": m.SKUID,
-		"user_id": m.UserID, "amount_cents": price, "expires_at": expires,
-	}); err != nil {
-		return CreateResult{}, err
-	}
-	return CreateResult{Outcome: OutcomeCreated, OrderID: orderID, ExpiresAt: expires}, nil
+	return res
 }
 
-// reject durably records ORDER_REJECTED in the caller's transaction.
-func (s *Store) reject(ctx context.Context, tx pgx.Tx, m events.OrderCreateRequested, reason string) (CreateResult, error) {
-	if err := inventory.Reject(ctx, tx, inventory.Subject{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}, reason); err != nil {
-		return CreateResult{}, err
+func (r fnRow) record() inbox.Record {
+	return inbox.Record{Hash: r.hash, Code: deref(r.code), OrderID: r.orderID, ExpiresAt: r.expiresAt}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
 	}
-	s.log.InfoContext(ctx, "order.rejected", "reservation_id", m.ReservationID, "message_id", m.MessageID, "reason", reason)
-	return CreateResult{Outcome: OutcomeRejected, Reason: reason}, nil
+	return *s
 }
 
 // count records a Create outcome in seckill_order_create_total.
@@ -278,13 +216,10 @@ func (s *Store) count(r CreateResult) {
 	}
 }
 
-// recorded returns the result of an earlier processing of messageID, or
-// OutcomeManual when the same message_id came with a different payload.
-func (s *Store) recorded(ctx context.Context, q pg.Querier, messageID uuid.UUID, hash []byte) (CreateResult, error) {
-	rec, err := inbox.Lookup(ctx, q, ConsumerGroup, messageID)
-	if err != nil {
-		return CreateResult{}, err
-	}
+// recorded returns the result an earlier processing of messageID recorded
+// in rec, or OutcomeManual when the same message_id came with a different
+// payload.
+func (s *Store) recorded(ctx context.Context, messageID uuid.UUID, hash []byte, rec inbox.Record) (CreateResult, error) {
 	if !rec.Same(hash) {
 		s.m.InboxPayloadConflict.Inc()
 		s.log.ErrorContext(ctx, "order.inbox_payload_conflict", "message_id", messageID, "error_class", "payload_conflict")
@@ -320,24 +255,14 @@ func (s *Store) resolveCommitOutcome(ctx context.Context, m events.OrderCreateRe
 		// Rolled back: the retry re-runs the whole transaction with the same IDs.
 		return CreateResult{}, fmt.Errorf("%w: commit error: %w; no inbox row: retry", ErrCommitUnknown, commitErr)
 	}
-	return s.recorded(vctx, s.verify, m.MessageID, hash)
-}
-
-func resultCode(r CreateResult) string {
-	if r.Reason == "" {
-		return string(r.Outcome)
+	rec, err := inbox.Lookup(vctx, s.verify, ConsumerGroup, m.MessageID)
+	if err != nil {
+		return CreateResult{}, fmt.Errorf("%w: commit error: %w; verify error: %w", ErrCommitUnknown, commitErr, err)
 	}
-	return string(r.Outcome) + ":" + r.Reason
+	return s.recorded(vctx, m.MessageID, hash, rec)
 }
 
 func parseResultCode(code string) (Outcome, string) {
 	o, reason, _ := strings.Cut(code, ":")
 	return Outcome(o), reason
-}
-
-func nullUUID(u uuid.UUID) *uuid.UUID {
-	if u == uuid.Nil {
-		return nil
-	}
-	return &u
 }

@@ -63,29 +63,6 @@ func Status(ctx context.Context, db pg.Querier, orderID uuid.UUID) (state.Order,
 	return status, nil
 }
 
-// New is an order to insert.
-type New struct {
-	OrderID       uuid.UUID
-	ActivityID    int64
-	SKUID         int64
-	UserID        int64
-	RequestID     uuid.UUID
-	ReservationID uuid.UUID
-	AmountCents   int64
-	ExpiresAt     time.Time
-}
-
-// Insert adds the order as CREATED; ok is false when an order for the same
-// (activity, sku, user) or the same id exists (one order per user).
-func Insert(ctx context.Context, tx pgx.Tx, o New) (ok bool, err error) {
-	n, err := pg.Moved(ctx, tx, "insert order "+o.OrderID.String(), `
-		INSERT INTO orders (order_id, activity_id, sku_id, user_id, request_id, reservation_id, amount_cents, status, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, 'CREATED', $8)
-		ON CONFLICT DO NOTHING`,
-		o.OrderID, o.ActivityID, o.SKUID, o.UserID, o.RequestID, o.ReservationID, o.AmountCents, o.ExpiresAt)
-	return n == 1, err
-}
-
 // ToPaying moves a locked CREATED or PAYING order to PAYING.
 func ToPaying(ctx context.Context, tx pgx.Tx, orderID uuid.UUID) error {
 	return pg.MoveOne(ctx, tx, fmt.Sprintf("order %s → PAYING", orderID), `

@@ -16,12 +16,10 @@ import (
 	"github.com/seckill/seckill/activities"
 )
 
-// pgbench legs: the baseline (a), CreateOrder's statements replayed (a'),
-// and the replay with the stock UPDATE last (what-if).
+// pgbench legs: the baseline (a) and CreateOrder's statement replayed (a').
 const (
 	legBaseline = iota
 	legReplay
-	legWhatIf
 )
 
 // pgbenchLeg runs one pgbench leg on a hot SKU of its own.
@@ -30,8 +28,6 @@ func (e *orderEnv) pgbenchLeg(ctx context.Context, kind int) error {
 	switch kind {
 	case legReplay:
 		name, sku = "(a') pgbench CreateOrder's statements", orderSKUReplay
-	case legWhatIf:
-		name, sku = "what-if: (a') with stock UPDATE last", orderSKUWhatIf
 	}
 	dir, err := os.MkdirTemp("", "seckill-bench-order-")
 	if err != nil {
@@ -74,12 +70,9 @@ func (e *orderEnv) pgbenchLeg(ctx context.Context, kind int) error {
 	}
 	leg.Outcome = fmt.Sprintf("%d transactions, %d failed; stock taken %d; %d latencies logged; pgbench -M prepared -c %d -j %d -T %d",
 		res.Processed, res.Failed, stock1-stock0, len(lat), args.Clients, args.Threads, int((args.Duration+time.Second-1)/time.Second))
-	switch kind {
-	case legReplay:
+	if kind == legReplay {
 		e.report.Replay = leg
-	case legWhatIf:
-		e.report.WhatIf = leg
-	default:
+	} else {
 		e.report.PGBench = leg
 	}
 	e.progress("%s: %.0f tx/s, p50 %.2f ms, p99 %.2f ms", name, leg.PerS, leg.P50MS, leg.P99MS)
@@ -115,7 +108,7 @@ func (e *orderEnv) writePGBenchScript(ctx context.Context, dir string, kind int,
 		if err != nil {
 			return "", err
 		}
-		if text, err = rec.ReplayText(kind == legWhatIf); err != nil {
+		if text, err = rec.ReplayText(); err != nil {
 			return "", err
 		}
 	}

@@ -91,7 +91,6 @@ type OrderReport struct {
 	BusyBeforePct  float64    `json:"busy_before_pct"`
 	PGBench        *OrderLeg  `json:"pgbench,omitempty"`
 	Replay         *OrderLeg  `json:"pgbench_replay,omitempty"`
-	WhatIf         *OrderLeg  `json:"pgbench_what_if,omitempty"`
 	CreateOrder    *OrderLeg  `json:"create_order,omitempty"`
 	Broker         *BrokerLeg `json:"broker,omitempty"`
 	Sagas          *SagaLeg   `json:"sagas,omitempty"`
@@ -128,7 +127,7 @@ func (r *OrderReport) writeLegs(w io.Writer) {
 		meanKnown bool
 	}
 	var rows []row
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
+	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.CreateOrder} {
 		if l != nil {
 			rows = append(rows, row{l.Name, l.Ops, l.Concurrency, l.ElapsedS, l.PerS, l.LatencyMeasured, l.P50MS, l.P99MS, l.MeanMS, l.MeanMS > 0})
 		}
@@ -159,7 +158,7 @@ func (r *OrderReport) writeLegs(w io.Writer) {
 
 // writeOutcomes prints what each leg did.
 func (r *OrderReport) writeOutcomes(w io.Writer) {
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
+	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.CreateOrder} {
 		if l != nil {
 			fmt.Fprintf(w, "  %s: %s\n", l.Name, l.Outcome)
 		}
@@ -183,7 +182,7 @@ func (r *OrderReport) writeCPU(w io.Writer) {
 		c    LegCPU
 	}
 	var cpus []cpuRow
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
+	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.CreateOrder} {
 		if l != nil {
 			cpus = append(cpus, cpuRow{l.Name, l.CPU})
 		}
@@ -207,7 +206,7 @@ func (r *OrderReport) writeCPU(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s: top processes (µs/op): %s\n", x.name, strings.Join(parts, ", "))
 	}
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.WhatIf, r.CreateOrder} {
+	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.CreateOrder} {
 		if l == nil || len(l.Waits) == 0 {
 			continue
 		}

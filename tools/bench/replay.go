@@ -18,12 +18,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/seckill/seckill/internal/inventory"
 )
 
 // Recording is what one orders.Store.Create executed on the "order created"
-// path, statement by statement, BEGIN and COMMIT included.
+// path, statement by statement (BEGIN and COMMIT included, if it ran any).
 type Recording struct {
 	ActivityID int64
 	SKUID      int64
@@ -47,61 +45,47 @@ type Statement struct {
 }
 
 // ReplayText returns a pgbench script that replays the recorded statements
-// in their order, in one transaction begun as the code began it. The ids of
-// one transaction derive from one random number: every distinct recorded
-// uuid (also inside a string, e.g. a ledger key or the outbox payload)
-// becomes md5(:r::text || '<suffix>')::uuid, the same in every statement, so
-// no extra round trip is needed. With stockLast it is a what-if: inventory
-// .TakeSQL, the conditional stock UPDATE, moved last after a SAVEPOINT (to
-// roll back to when it finds no stock), so the hot row's lock is held only
-// for the UPDATE and the COMMIT.
-func (r Recording) ReplayText(stockLast bool) (string, error) {
-	n := len(r.Statements)
-	if n < 3 || !isTxCommand(r.Statements[0].SQL, "begin") || !isTxCommand(r.Statements[n-1].SQL, "commit") {
-		return "", errors.New("replay: the recording is not one committed transaction (BEGIN ... COMMIT)")
+// in their order: one autocommit statement (CreateOrder's call of
+// seckill_create_order), or a transaction begun as the code began it. The ids
+// of one replayed order derive from one random number: every distinct
+// recorded uuid (also inside a string, e.g. a ledger key) becomes
+// md5(:r::text || '<suffix>')::uuid, the same in every statement, so no extra
+// round trip is needed.
+func (r Recording) ReplayText() (string, error) {
+	stmts, begin := r.Statements, ""
+	if n := len(stmts); n > 0 && isTxCommand(stmts[0].SQL, "begin") {
+		if n < 3 || !isTxCommand(stmts[n-1].SQL, "commit") {
+			return "", errors.New("replay: the recording is not one committed transaction (BEGIN ... COMMIT)")
+		}
+		b, err := oneLine(stmts[0].SQL)
+		if err != nil {
+			return "", err
+		}
+		stmts, begin = stmts[1:n-1], strings.ToUpper(b)+";\n"
+	}
+	if len(stmts) == 0 {
+		return "", errors.New("replay: nothing recorded")
 	}
 	ids := &idNames{index: map[uuid.UUID]int{}}
-	var body []string
-	stock := -1
-	for i, st := range r.Statements[1 : n-1] {
-		if isTxCommand(st.SQL, "begin") || isTxCommand(st.SQL, "commit") {
-			return "", fmt.Errorf("replay: statement %d %q: more than one transaction recorded", i+2, st.SQL)
-		}
-		line, err := r.render(st, ids)
-		if err != nil {
-			return "", fmt.Errorf("replay: statement %d: %w", i+2, err)
-		}
-		if st.SQL == inventory.TakeSQL {
-			if stock >= 0 {
-				return "", errors.New("replay: the stock update was recorded twice")
-			}
-			stock = len(body)
-		}
-		body = append(body, line)
-	}
-	if stock < 0 {
-		return "", errors.New("replay: no stock update (inventory.TakeSQL) recorded: not the order created path")
-	}
-	if stockLast {
-		take := body[stock]
-		body = append(append(body[:stock:stock], "SAVEPOINT before_order;"), body[stock+1:]...)
-		body = append(body, take)
-	}
-	begin, err := oneLine(r.Statements[0].SQL)
-	if err != nil {
-		return "", err
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "-- seckill bench order: CreateOrder's statements replayed by pgbench (activity %d, SKU %d, stock update last %v)\n",
-		r.ActivityID, r.SKUID, stockLast)
+	fmt.Fprintf(&b, "-- seckill bench order: CreateOrder's statements replayed by pgbench (activity %d, SKU %d)\n", r.ActivityID, r.SKUID)
 	b.WriteString("-- recorded from one orders.Store.Create (tools/bench/replay_record.go), not written by hand\n")
 	fmt.Fprintf(&b, "\\set uid random(1, %d)\n", int64(MaxPGBenchUser))
 	fmt.Fprintf(&b, "\\set r random(1, %d)\n", int64(MaxPGBenchUser))
-	b.WriteString(strings.ToUpper(begin) + ";\n")
-	for _, l := range body {
-		b.WriteString(l + "\n")
+	b.WriteString(begin)
+	for i, st := range stmts {
+		if isTxCommand(st.SQL, "begin") || isTxCommand(st.SQL, "commit") {
+			return "", fmt.Errorf("replay: statement %d %q: more than one transaction recorded", i+1, st.SQL)
+		}
+		line, err := r.render(st, ids)
+		if err != nil {
+			return "", fmt.Errorf("replay: statement %d: %w", i+1, err)
+		}
+		b.WriteString(line + "\n")
 	}
-	b.WriteString("END;\n")
+	if begin != "" {
+		b.WriteString("END;\n")
+	}
 	return b.String(), nil
 }
 

@@ -9,13 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -44,45 +42,18 @@ func recordedCreateOrder(t *testing.T) (Recording, string, *pgxpool.Pool) {
 	return rec, dsn, pool
 }
 
-// The replay is CreateOrder's statements, in CreateOrder's order: one script
-// line per recorded statement, each the recorded SQL up to its first
-// placeholder, between one BEGIN (READ COMMITTED, as CreateOrder begins) and
-// END.
+// The replay is CreateOrder's one statement: the call of the order
+// transaction, seckill_create_order, in autocommit, with the script's own
+// ids and user.
 func TestReplayScriptMirrorsCreateOrder(t *testing.T) {
 	rec, _, _ := recordedCreateOrder(t)
-	text, err := rec.ReplayText(false)
+	text, err := rec.ReplayText()
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := scriptStatements(text)
-	n := len(rec.Statements)
-	if len(got) != n || got[0] != "BEGIN ISOLATION LEVEL READ COMMITTED;" || got[n-1] != "END;" {
-		t.Fatalf("%d recorded statements, script:\n%s", n, text)
-	}
-	var order []string
-	for i, st := range rec.Statements[1 : n-1] {
-		sql, err := oneLine(st.SQL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if prefix, _, _ := strings.Cut(sql, "$"); !strings.HasPrefix(got[i+1], prefix) {
-			t.Errorf("line %d %q is not the recorded %q", i+1, got[i+1], sql)
-		}
-		if st.SQL == inventory.TakeSQL {
-			order = append(order, "stock")
-		}
-		switch f := strings.Fields(sql); f[0] {
-		case "INSERT":
-			order = append(order, "INSERT "+f[2])
-		case "UPDATE":
-			order = append(order, "UPDATE "+f[1])
-		}
-	}
-	// The order-created path of CreateOrder: inbox first, stock taken before
-	// the order is written, the inbox's decision last.
-	if i, j := slices.Index(order, "stock"), slices.Index(order, "INSERT orders"); order[0] != "INSERT consumer_inbox" ||
-		order[len(order)-1] != "UPDATE consumer_inbox" || i < 0 || j < i || !slices.Contains(order, "INSERT event_outbox") {
-		t.Errorf("statements %q are not CreateOrder's order-created path", order)
+	if len(rec.Statements) != 1 || len(got) != 1 || !strings.Contains(got[0], "FROM seckill_create_order(") {
+		t.Fatalf("%d recorded statements, script:\n%s", len(rec.Statements), text)
 	}
 	vars := map[string]bool{}
 	for _, v := range regexp.MustCompile(`(^|[^:]):([A-Za-z0-9_]+)`).FindAllStringSubmatch(text, -1) {
@@ -93,30 +64,6 @@ func TestReplayScriptMirrorsCreateOrder(t *testing.T) {
 	}
 	if !strings.Contains(text, `E'OCCUPY\x3a' || md5(:r::text || '`) {
 		t.Errorf("the ledger key does not derive from the transaction's reservation id:\n%s", text)
-	}
-}
-
-// The what-if moves the stock update, and only it, last after a SAVEPOINT.
-func TestReplayStockLastMovesOnlyTheStockUpdate(t *testing.T) {
-	rec, _, _ := recordedCreateOrder(t)
-	base, err := rec.ReplayText(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	whatIf, err := rec.ReplayText(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, w := scriptStatements(base), scriptStatements(whatIf)
-	k := slices.IndexFunc(b, func(l string) bool {
-		return strings.HasPrefix(l, "UPDATE sku_inventory SET available_stock = available_stock - 1")
-	})
-	if k < 0 {
-		t.Fatalf("no stock update in\n%s", base)
-	}
-	want := slices.Concat(b[:k], []string{"SAVEPOINT before_order;"}, b[k+1:len(b)-1], []string{b[k], "END;"})
-	if !slices.Equal(w, want) {
-		t.Errorf("what-if\n got %q\nwant %q", w, want)
 	}
 }
 
@@ -136,28 +83,26 @@ func TestRecordedReplayRunsInPGBench(t *testing.T) {
 		}
 		return orders, taken
 	}
-	for _, stockLast := range []bool{false, true} {
-		text, err := rec.ReplayText(stockLast)
-		if err != nil {
-			t.Fatal(err)
-		}
-		script := filepath.Join(t.TempDir(), "replay.sql")
-		if err := os.WriteFile(script, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		o0, s0 := count()
-		var out bytes.Buffer
-		cmd := exec.Command(path, "-n", "-M", "prepared", "-f", script, "-t", "5", dsn) // #nosec G204 -- the test's own pgbench and script
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("stock last %v: pgbench: %v\n%s\nscript:\n%s", stockLast, err, out.String(), text)
-		}
-		res, err := ParsePGBench(out.String())
-		if err != nil || res.Processed != 5 || res.Failed != 0 {
-			t.Fatalf("stock last %v: %+v %v\n%s", stockLast, res, err, out.String())
-		}
-		if o1, s1 := count(); o1-o0 != 5 || s1-s0 != 5 {
-			t.Errorf("stock last %v: %d orders and %d units taken, want 5 and 5", stockLast, o1-o0, s1-s0)
-		}
+	text, err := rec.ReplayText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "replay.sql")
+	if err := os.WriteFile(script, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o0, s0 := count()
+	var out bytes.Buffer
+	cmd := exec.Command(path, "-n", "-M", "prepared", "-f", script, "-t", "5", dsn) // #nosec G204 -- the test's own pgbench and script
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("pgbench: %v\n%s\nscript:\n%s", err, out.String(), text)
+	}
+	res, err := ParsePGBench(out.String())
+	if err != nil || res.Processed != 5 || res.Failed != 0 {
+		t.Fatalf("%+v %v\n%s", res, err, out.String())
+	}
+	if o1, s1 := count(); o1-o0 != 5 || s1-s0 != 5 {
+		t.Errorf("%d orders and %d units taken, want 5 and 5", o1-o0, s1-s0)
 	}
 }
