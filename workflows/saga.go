@@ -82,6 +82,9 @@ type SagaState struct {
 func ReservationSaga(ctx workflow.Context, in SagaInput) (SagaState, error) {
 	s := &saga{in: in, state: SagaState{ReservationID: in.Message.ReservationID.String(), Status: StatusReserved},
 		carriedOut: map[string]bool{}}
+	// Runs started before this change replay as they ran: activity tasks and
+	// an explicit first upsert. New runs take the local forward path.
+	s.local = workflow.GetVersion(ctx, changeLocalForward, workflow.DefaultVersion, 1) >= 1
 	if err := s.setup(ctx); err != nil {
 		return s.state, err
 	}
@@ -101,6 +104,9 @@ type saga struct {
 	repairs  workflow.ReceiveChannel
 	payments workflow.ReceiveChannel
 	cancels  workflow.ReceiveChannel
+	// local: the forward steps (CreateOrder, the projection) run as local
+	// activities, and the start's search attributes are not upserted again.
+	local bool
 	// carriedOut holds the repair_ids whose action this run carried out: a
 	// second signal with the same id is ignored, while a decision returned
 	// as a duplicate (ApplyRepair retried after its commit) is carried out.
@@ -117,6 +123,9 @@ func (s *saga) setup(ctx workflow.Context) error {
 		return err
 	}
 	workflow.SetCurrentDetails(ctx, "**"+s.state.Status+"**: creating the order")
+	if s.local {
+		return nil // SagaStartOptions set them at the start
+	}
 	return workflow.UpsertTypedSearchAttributes(ctx,
 		SearchActivityID.ValueSet(s.in.Message.ActivityID),
 		SearchSKUID.ValueSet(s.in.Message.SKUID),
@@ -131,12 +140,40 @@ func (s *saga) setup(ctx workflow.Context) error {
 func dbActivity(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    500 * time.Millisecond,
-			BackoffCoefficient: 2,
-			MaximumInterval:    20 * time.Second,
-		},
+		RetryPolicy:         dbRetry(),
 	})
+}
+
+func dbRetry() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 20 * time.Second}
+}
+
+// changeLocalForward is the GetVersion change of the local forward path.
+const changeLocalForward = "local-forward-path"
+
+// localFor bounds a forward step run as a local activity, retries included:
+// past it (an outage) the step falls back to an activity retried for as long
+// as it takes.
+const localFor = 30 * time.Second
+
+// forward runs one step of the saga's forward path. On the local path it is a
+// local activity first: it runs in this worker inside the workflow task and
+// leaves one marker in the history instead of an activity task's three events
+// and a second workflow task. A worker lost during it loses the workflow
+// task, and the next worker runs the step again (every step is idempotent by
+// its fixed ids). If it cannot finish within localFor, the step runs as an
+// ordinary activity (dbActivity), as it always does on the old path.
+func (s *saga) forward(ctx workflow.Context, fn, arg, out any) error {
+	if s.local {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			ScheduleToCloseTimeout: localFor, StartToCloseTimeout: 10 * time.Second, RetryPolicy: dbRetry()})
+		err := workflow.ExecuteLocalActivity(lctx, fn, arg).Get(ctx, out)
+		if err == nil || temporal.IsCanceledError(err) {
+			return err
+		}
+		workflow.GetLogger(ctx).Warn("saga.local_step_failed", "error", err)
+	}
+	return workflow.ExecuteActivity(dbActivity(ctx), fn, arg).Get(ctx, out)
 }
 
 func (s *saga) setStatus(ctx workflow.Context, status, step string) {
@@ -152,7 +189,7 @@ func (s *saga) setStatus(ctx workflow.Context, status, step string) {
 func (s *saga) run(ctx workflow.Context) (SagaState, error) {
 	m := s.in.Message
 	var res activities.CreateOrderResult
-	if err := workflow.ExecuteActivity(dbActivity(ctx), act.CreateOrder, m).Get(ctx, &res); err != nil {
+	if err := s.forward(ctx, act.CreateOrder, m, &res); err != nil {
 		return s.state, err
 	}
 	s.state.Reason = res.Reason

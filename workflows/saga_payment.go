@@ -83,9 +83,9 @@ func (s *saga) awaitPayment(ctx workflow.Context) (SagaState, error) {
 func (s *saga) project(ctx workflow.Context, step string) error {
 	m := s.in.Message
 	var p activities.ProjectionResult
-	if err := workflow.ExecuteActivity(dbActivity(ctx), act.ProjectOrderCreated, activities.ProjectionInput{
+	if err := s.forward(ctx, act.ProjectOrderCreated, activities.ProjectionInput{
 		ReservationID: m.ReservationID, OrderID: s.orderID(), ActivityID: m.ActivityID, SKUID: m.SKUID,
-	}).Get(ctx, &p); err != nil {
+	}, &p); err != nil {
 		return err
 	}
 	if step != "" {

@@ -1,13 +1,17 @@
 package workflows
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/mock"
 	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/seckill/seckill/activities"
@@ -61,6 +65,34 @@ func TestSagaPaidBeforeExpiry(t *testing.T) {
 		t.Fatalf("state = %+v", st)
 	}
 	env.AssertExpectations(t)
+}
+
+// A new saga's forward steps (CreateOrder, the projection) run as local
+// activities inside its workflow task; what follows (the payment's status
+// check) stays an activity.
+func TestSagaForwardStepsAreLocalActivities(t *testing.T) {
+	env := newEnv(t)
+	m := testMessage()
+	oid := activities.OrderID(m.ReservationID)
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated, OrderID: oid,
+		ExpiresAt: env.Now().Add(15 * time.Minute)}, nil).Once()
+	env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(activities.ProjectionResult{Code: 1}, nil).Once()
+	env.OnActivity(act.OrderStatus, mock.Anything, oid).Return("PAID", nil).Once()
+	var local, remote []string
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		local = append(local, info.ActivityType.Name)
+	})
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		remote = append(remote, info.ActivityType.Name)
+	})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPayment, PaymentSignal{TransactionID: "txn_1"}) }, time.Minute)
+	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
+	if st := result(t, env); st.Status != StatusPaid {
+		t.Fatalf("state = %+v", st)
+	}
+	if !slices.Equal(local, []string{"CreateOrder", "ProjectOrderCreated"}) || !slices.Equal(remote, []string{"OrderStatus"}) {
+		t.Fatalf("local activities %q, activities %q", local, remote)
+	}
 }
 
 func TestSagaRetriesInfrastructureErrors(t *testing.T) {

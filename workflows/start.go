@@ -22,6 +22,11 @@ func SagaStartOptions(taskQueue string, m events.OrderCreateRequested) client.St
 		TaskQueue:                taskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		// When the starter runs in the saga worker's process (`seckill worker`),
+		// the server hands the first workflow task back with the start's answer
+		// instead of through the task queue: one round trip less per saga. With
+		// no local worker the option is ignored.
+		EnableEagerStart: true,
 		// The UI's list and page say what the saga is about without its
 		// history (no personal data: the user stays out).
 		StaticSummary: fmt.Sprintf("reservation saga: sale %d, SKU %d", m.ActivityID, m.SKUID),
