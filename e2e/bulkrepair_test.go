@@ -49,7 +49,7 @@ func TestBulkRepairResolvesStuckSagas(t *testing.T) {
 	start := func(ms []events.OrderCreateRequested) {
 		for _, m := range ms {
 			if _, err := conns.Temporal.ExecuteWorkflow(ctx, workflows.SagaStartOptions(cfg.TemporalTaskQueue, m), workflows.ReservationSaga,
-				workflows.SagaInput{Message: m}); err != nil {
+				workflows.SagaInput{Message: m, LocalForward: true}); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() {

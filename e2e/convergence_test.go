@@ -91,7 +91,7 @@ func (r *convRig) saga(t *testing.T, user int64, before ...func(events.OrderCrea
 		f(m)
 	}
 	run, err := r.tc.ExecuteWorkflow(context.Background(), workflows.SagaStartOptions(r.cfg.TemporalTaskQueue, m), workflows.ReservationSaga,
-		workflows.SagaInput{Message: m})
+		workflows.SagaInput{Message: m, LocalForward: true})
 	if err != nil {
 		t.Fatalf("start saga: %v", err)
 	}

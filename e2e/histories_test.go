@@ -45,7 +45,7 @@ func TestRecordSagaHistories(t *testing.T) {
 	done := func(name string, m events.OrderCreateRequested, want string) {
 		t.Helper()
 		r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == want })
-		record(t, r.tc, workflows.ReservationWorkflowID(m.ReservationID.String()), filepath.Join(dir, "saga_"+name+".json"))
+		record(t, r.tc, workflows.ReservationWorkflowID(m.ReservationID.String()), filepath.Join(dir, "saga_local_"+name+".json"))
 	}
 	stuck := func(user int64) events.OrderCreateRequested {
 		var saved map[string]string
@@ -107,7 +107,7 @@ func TestRecordSagaHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := r.tc.ExecuteWorkflow(ctx, workflows.ResumeStartOptions(r.cfg.TemporalTaskQueue, rm), workflows.ReservationSaga,
-		workflows.SagaInput{Message: rm, Resume: true}); err != nil {
+		workflows.SagaInput{Message: rm, Resume: true, LocalForward: true}); err != nil {
 		t.Fatal(err)
 	}
 	done("resumed", m, workflows.StatusCancelled)

@@ -89,7 +89,7 @@ func TestTemporalUIListsStuckSaga(t *testing.T) {
 	wfID := workflows.ReservationWorkflowID(m.ReservationID.String())
 	// Started as the saga starter starts it (workers/sagastarter).
 	run, err := tc.ExecuteWorkflow(ctx, workflows.SagaStartOptions(cfg.TemporalTaskQueue, m),
-		workflows.ReservationSaga, workflows.SagaInput{Message: m})
+		workflows.ReservationSaga, workflows.SagaInput{Message: m, LocalForward: true})
 	if err != nil {
 		t.Fatalf("start saga: %v", err)
 	}

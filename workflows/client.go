@@ -75,14 +75,14 @@ func StartRefund(ctx context.Context, tc Starter, taskQueue string, in RefundInp
 // StartSaga starts the saga of the reservation m serves (SagaStartOptions);
 // one already there is success.
 func StartSaga(ctx context.Context, tc Starter, taskQueue string, m events.OrderCreateRequested) error {
-	return startOnce(ctx, tc, SagaStartOptions(taskQueue, m), ReservationSaga, SagaInput{Message: m},
+	return startOnce(ctx, tc, SagaStartOptions(taskQueue, m), ReservationSaga, SagaInput{Message: m, LocalForward: true},
 		"start saga of "+m.ReservationID.String())
 }
 
 // ResumeSaga starts a new run of a saga that is gone, carrying on from
 // PostgreSQL (ResumeStartOptions, SagaInput.Resume); a running one is left as it is.
 func ResumeSaga(ctx context.Context, tc Starter, taskQueue string, m events.OrderCreateRequested) error {
-	return startOnce(ctx, tc, ResumeStartOptions(taskQueue, m), ReservationSaga, SagaInput{Message: m, Resume: true},
+	return startOnce(ctx, tc, ResumeStartOptions(taskQueue, m), ReservationSaga, SagaInput{Message: m, Resume: true, LocalForward: true},
 		"resume saga of "+m.ReservationID.String())
 }
 

@@ -60,6 +60,10 @@ type SagaInput struct {
 	// creating the order. Message then holds only what PostgreSQL keeps
 	// (ResumeMessage); it is never used to create an order.
 	Resume bool `json:",omitempty"`
+	// LocalForward runs the forward steps as local activities (saga.forward)
+	// and leaves the search attributes to the start. StartSaga and ResumeSaga
+	// set it; runs started without it keep the activity path they recorded.
+	LocalForward bool `json:",omitempty"`
 }
 
 // SagaState is what the query handler returns and what the saga ends with.
@@ -82,9 +86,10 @@ type SagaState struct {
 func ReservationSaga(ctx workflow.Context, in SagaInput) (SagaState, error) {
 	s := &saga{in: in, state: SagaState{ReservationID: in.Message.ReservationID.String(), Status: StatusReserved},
 		carriedOut: map[string]bool{}}
-	// Runs started before this change replay as they ran: activity tasks and
-	// an explicit first upsert. New runs take the local forward path.
-	s.local = workflow.GetVersion(ctx, changeLocalForward, workflow.DefaultVersion, 1) >= 1
+	// Runs started before the local forward path replay as they ran
+	// (activity tasks, an explicit first upsert): their input has no
+	// LocalForward. Deciding by the input costs no marker and no upsert.
+	s.local = in.LocalForward
 	if err := s.setup(ctx); err != nil {
 		return s.state, err
 	}
@@ -147,9 +152,6 @@ func dbActivity(ctx workflow.Context) workflow.Context {
 func dbRetry() *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 20 * time.Second}
 }
-
-// changeLocalForward is the GetVersion change of the local forward path.
-const changeLocalForward = "local-forward-path"
 
 // localFor bounds a forward step run as a local activity, retries included:
 // past it (an outage) the step falls back to an activity retried for as long

@@ -67,31 +67,40 @@ func TestSagaPaidBeforeExpiry(t *testing.T) {
 	env.AssertExpectations(t)
 }
 
-// A new saga's forward steps (CreateOrder, the projection) run as local
-// activities inside its workflow task; what follows (the payment's status
-// check) stays an activity.
+// A saga started with LocalForward (every new start) runs its forward steps
+// (CreateOrder, the projection) as local activities inside its workflow task;
+// what follows (the payment's status check) stays an activity. One started
+// without it (before the change) keeps the activity path its history holds.
 func TestSagaForwardStepsAreLocalActivities(t *testing.T) {
-	env := newEnv(t)
-	m := testMessage()
-	oid := activities.OrderID(m.ReservationID)
-	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated, OrderID: oid,
-		ExpiresAt: env.Now().Add(15 * time.Minute)}, nil).Once()
-	env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(activities.ProjectionResult{Code: 1}, nil).Once()
-	env.OnActivity(act.OrderStatus, mock.Anything, oid).Return("PAID", nil).Once()
-	var local, remote []string
-	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
-		local = append(local, info.ActivityType.Name)
-	})
-	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		remote = append(remote, info.ActivityType.Name)
-	})
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPayment, PaymentSignal{TransactionID: "txn_1"}) }, time.Minute)
-	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
-	if st := result(t, env); st.Status != StatusPaid {
-		t.Fatalf("state = %+v", st)
-	}
-	if !slices.Equal(local, []string{"CreateOrder", "ProjectOrderCreated"}) || !slices.Equal(remote, []string{"OrderStatus"}) {
-		t.Fatalf("local activities %q, activities %q", local, remote)
+	for _, c := range []struct {
+		localForward  bool
+		local, remote []string
+	}{
+		{true, []string{"CreateOrder", "ProjectOrderCreated"}, []string{"OrderStatus"}},
+		{false, nil, []string{"CreateOrder", "ProjectOrderCreated", "OrderStatus"}},
+	} {
+		env := newEnv(t)
+		m := testMessage()
+		oid := activities.OrderID(m.ReservationID)
+		env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated, OrderID: oid,
+			ExpiresAt: env.Now().Add(15 * time.Minute)}, nil).Once()
+		env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(activities.ProjectionResult{Code: 1}, nil).Once()
+		env.OnActivity(act.OrderStatus, mock.Anything, oid).Return("PAID", nil).Once()
+		var local, remote []string
+		env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+			local = append(local, info.ActivityType.Name)
+		})
+		env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+			remote = append(remote, info.ActivityType.Name)
+		})
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPayment, PaymentSignal{TransactionID: "txn_1"}) }, time.Minute)
+		env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m, LocalForward: c.localForward})
+		if st := result(t, env); st.Status != StatusPaid {
+			t.Fatalf("LocalForward %v: state = %+v", c.localForward, st)
+		}
+		if !slices.Equal(local, c.local) || !slices.Equal(remote, c.remote) {
+			t.Errorf("LocalForward %v: local activities %q, activities %q", c.localForward, local, remote)
+		}
 	}
 }
 
