@@ -71,19 +71,32 @@ const (
 	OutcomeFailed    = "FAILED"
 )
 
-// SendDoneArgs records one send's outcome (send_done.lua).
+// SendDoneArgs records one send's outcome for reservations of one SKU
+// (send_done.lua): a gateway batch or one scanner send.
 type SendDoneArgs struct {
+	Outcome   string // OutcomePublished, OutcomeUnknown or OutcomeFailed
+	NextDueMS int64  // UNKNOWN/FAILED: when to send again
+	ErrText   string // may be empty
+	Items     []SendDoneItem
+}
+
+// SendDoneItem is one reservation of a SendDoneArgs.
+type SendDoneItem struct {
 	ReservationID string
-	Outcome       string // OutcomePublished, OutcomeUnknown or OutcomeFailed
-	NextDueMS     int64  // UNKNOWN/FAILED: when to send again
-	RecheckMS     int64  // PUBLISHED: when to look again should it still be unsettled
-	ErrText       string // may be empty
+	RecheckMS     int64 // PUBLISHED: when to look again should it still be unsettled
 }
 
 // Render returns the KEYS and ARGV of the call.
 func (a SendDoneArgs) Render(k Keys) (keys []string, argv []any) {
-	return []string{k.Reservation(a.ReservationID), k.SendDue(), k.Counter()},
-		[]any{a.ReservationID, a.Outcome, a.NextDueMS, a.RecheckMS, a.ErrText}
+	keys = make([]string, 0, 2+len(a.Items))
+	argv = make([]any, 0, 3+2*len(a.Items))
+	keys = append(keys, k.SendDue(), k.Counter())
+	argv = append(argv, a.Outcome, a.NextDueMS, a.ErrText)
+	for _, it := range a.Items {
+		keys = append(keys, k.Reservation(it.ReservationID))
+		argv = append(argv, it.ReservationID, it.RecheckMS)
+	}
+	return keys, argv
 }
 
 // SendDoneCode is send_done.lua's answer.
@@ -108,29 +121,46 @@ type SendDoneReply struct {
 	State string
 }
 
-// SendDone runs send_done.lua.
-func SendDone(ctx context.Context, rdb redis.Scripter, k Keys, a SendDoneArgs) (SendDoneReply, error) {
+// SendDone runs send_done.lua; the replies are in the order of a.Items.
+func SendDone(ctx context.Context, rdb redis.Scripter, k Keys, a SendDoneArgs) ([]SendDoneReply, error) {
 	keys, argv := a.Render(k)
-	return run(ctx, rdb, sendDone, "send_done.lua", keys, argv, parseSendDone)
+	return run(ctx, rdb, sendDone, "send_done.lua", keys, argv, parseSendDone(len(a.Items)))
 }
 
 // QueueSendDone queues send_done.lua by EVALSHA (no EVAL fallback: a NOSCRIPT
-// shows in the pipeline's Exec) on pipe; ParseSendDone reads the reply after Exec.
+// shows in the pipeline's Exec) on pipe; ParseSendDone reads the replies after Exec.
 func QueueSendDone(ctx context.Context, pipe redis.Pipeliner, k Keys, a SendDoneArgs) *redis.Cmd {
 	keys, argv := a.Render(k)
 	return sendDone.EvalSha(ctx, pipe, keys, argv...)
 }
 
-// ParseSendDone reads the reply of a QueueSendDone command after its pipeline ran.
-func ParseSendDone(cmd *redis.Cmd) (SendDoneReply, error) {
+// ParseSendDone reads the replies of a QueueSendDone command of n
+// reservations after its pipeline ran.
+func ParseSendDone(cmd *redis.Cmd, n int) ([]SendDoneReply, error) {
 	v, err := cmd.Result()
 	if err != nil {
-		return SendDoneReply{}, fmt.Errorf("send_done.lua: %w", err)
+		return nil, fmt.Errorf("send_done.lua: %w", err)
 	}
-	return parseSendDone(v)
+	return parseSendDone(n)(v)
 }
 
-func parseSendDone(v any) (SendDoneReply, error) {
-	code, text, err := codeText("send_done.lua", v, known(sendDoneNames))
-	return SendDoneReply{Code: SendDoneCode(code), State: text}, err
+func parseSendDone(n int) func(v any) ([]SendDoneReply, error) {
+	return func(v any) ([]SendDoneReply, error) {
+		a, err := array("send_done.lua", v, 2*n)
+		if err != nil {
+			return nil, err
+		}
+		if len(a) != 2*n {
+			return nil, badReply("send_done.lua", v, "%d elements for %d reservations", len(a), n)
+		}
+		out := make([]SendDoneReply, n)
+		for i := range out {
+			code, text, err := codeText("send_done.lua", a[2*i:2*i+2], known(sendDoneNames))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = SendDoneReply{Code: SendDoneCode(code), State: text}
+		}
+		return out, nil
+	}
 }

@@ -28,8 +28,8 @@ func TestRender(t *testing.T) {
 			wantArgv: []any{"rid", "mid", "req", "42", "77", "3", "1000", "2", "1", "7200000", "5000"}},
 		{name: "send_claim.lua", wantKeys: []string{"seckill:{77:3}:send_due"}, wantArgv: []any{int64(10), int64(20), 5}},
 		{name: "send_done.lua",
-			wantKeys: []string{"seckill:{77:3}:r:rid", "seckill:{77:3}:send_due", "seckill:{77:3}:counter"},
-			wantArgv: []any{"rid", OutcomeUnknown, int64(10), int64(20), "boom"}},
+			wantKeys: []string{"seckill:{77:3}:send_due", "seckill:{77:3}:counter", "seckill:{77:3}:r:rid", "seckill:{77:3}:r:rid2"},
+			wantArgv: []any{OutcomeUnknown, int64(10), "boom", "rid", int64(20), "rid2", int64(30)}},
 		{name: "init_sku.lua", wantKeys: []string{"seckill:{77:3}:counter", "seckill:{77:3}:meta"},
 			wantArgv: []any{int64(5), int64(4), int64(100), int64(200), int64(300000), int64(60000), "0"}},
 		{name: "order_created.lua",
@@ -50,8 +50,8 @@ func TestRender(t *testing.T) {
 		case "send_claim.lua":
 			c.keys, c.argv = SendClaimArgs{NowMS: 10, LeaseUntilMS: 20, Max: 5}.Render(tk)
 		case "send_done.lua":
-			c.keys, c.argv = SendDoneArgs{ReservationID: "rid", Outcome: OutcomeUnknown, NextDueMS: 10, RecheckMS: 20,
-				ErrText: "boom"}.Render(tk)
+			c.keys, c.argv = SendDoneArgs{Outcome: OutcomeUnknown, NextDueMS: 10, ErrText: "boom",
+				Items: []SendDoneItem{{ReservationID: "rid", RecheckMS: 20}, {ReservationID: "rid2", RecheckMS: 30}}}.Render(tk)
 		case "init_sku.lua":
 			c.keys, c.argv = InitSKUArgs{Initial: 5, Available: 4, StartMS: 100, EndMS: 200, OrderDeadline: 5 * time.Minute,
 				PaymentTimeout: time.Minute}.Render(tk)
@@ -69,7 +69,14 @@ func TestRender(t *testing.T) {
 		if !reflect.DeepEqual(c.argv, c.wantArgv) {
 			t.Errorf("%s ARGV = %#v, want %#v", c.name, c.argv, c.wantArgv)
 		}
-		if src := scriptSrc(t, c.name); !strings.Contains(src, fmt.Sprintf("KEYS[%d]", len(c.keys))) ||
+		if src := scriptSrc(t, c.name); c.name == "send_done.lua" {
+			// Two fixed KEYS and three fixed ARGV, then one key and two ARGV per reservation.
+			for _, w := range []string{"KEYS[2] ", "KEYS[2+i] ", "ARGV[3] ", "ARGV[2+2i] ", "ARGV[3+2i] ", "ARGV[2 * i - 2]", "ARGV[2 * i - 1]"} {
+				if !strings.Contains(src, w) || strings.Contains(src, "KEYS[3] ") || strings.Contains(src, "ARGV[4] ") {
+					t.Errorf("send_done.lua: the header or body does not use %q as rendered", w)
+				}
+			}
+		} else if !strings.Contains(src, fmt.Sprintf("KEYS[%d]", len(c.keys))) ||
 			strings.Contains(src, fmt.Sprintf("KEYS[%d]", len(c.keys)+1)) ||
 			!strings.Contains(src, fmt.Sprintf("ARGV[%d]", len(c.argv))) ||
 			strings.Contains(src, fmt.Sprintf("ARGV[%d]", len(c.argv)+1)) {
@@ -126,8 +133,9 @@ func TestParseReplies(t *testing.T) {
 		{"send_claim", wrap(parseSendClaim), []any{"r1", "1000", "r2", "1700000000123"},
 			[]Claimed{{"r1", 1000}, {"r2", 1700000000123}}},
 		{"send_claim none", wrap(parseSendClaim), []any{}, []Claimed{}},
-		{"send_done", wrap(parseSendDone), []any{int64(1), "UNKNOWN"}, SendDoneReply{Code: SendDoneRecorded, State: "UNKNOWN"}},
-		{"send_done settled", wrap(parseSendDone), []any{int64(3), "SETTLED"}, SendDoneReply{Code: SendDoneSettled, State: "SETTLED"}},
+		{"send_done", wrap(parseSendDone(1)), []any{int64(1), "UNKNOWN"}, []SendDoneReply{{Code: SendDoneRecorded, State: "UNKNOWN"}}},
+		{"send_done of two", wrap(parseSendDone(2)), []any{int64(3), "SETTLED", int64(-1), "MISSING"},
+			[]SendDoneReply{{Code: SendDoneSettled, State: "SETTLED"}, {Code: SendDoneMissing, State: "MISSING"}}},
 		{"init_sku", wrap(parseInitSKU), []any{int64(0), int64(4)}, InitSKUReply{Code: InitSKUKept, Available: 4}},
 		{"order_created", wrap(parseOrderCreated), []any{int64(-4), "COMPENSATED"},
 			OrderCreatedReply{Code: OrderCreatedInvalidStatus, Text: "COMPENSATED"}},
@@ -159,8 +167,9 @@ func TestParseMalformedReplies(t *testing.T) {
 		{"odd claim", wrap(parseSendClaim), []any{"r1", "1", "r2"}, "send_claim.lua", "pairs"},
 		{"claim score", wrap(parseSendClaim), []any{"r1", "soon"}, "send_claim.lua", "score of r1"},
 		{"claim id", wrap(parseSendClaim), []any{int64(1), "1"}, "send_claim.lua", "element 1 is int64"},
-		{"send_done code", wrap(parseSendDone), []any{int64(2), "X"}, "send_done.lua", "unknown code 2"},
-		{"send_done text", wrap(parseSendDone), []any{int64(1), int64(0)}, "send_done.lua", "element 2 is int64"},
+		{"send_done code", wrap(parseSendDone(1)), []any{int64(2), "X"}, "send_done.lua", "unknown code 2"},
+		{"send_done text", wrap(parseSendDone(1)), []any{int64(1), int64(0)}, "send_done.lua", "element 2 is int64"},
+		{"send_done count", wrap(parseSendDone(1)), []any{int64(1), "UNKNOWN", int64(1), "UNKNOWN"}, "send_done.lua", "4 elements for 1 reservations"},
 		{"init_sku available", wrap(parseInitSKU), []any{int64(1), "5"}, "init_sku.lua", "element 2 is string"},
 		{"init_sku code", wrap(parseInitSKU), []any{int64(2), int64(5)}, "init_sku.lua", "unknown code 2"},
 		{"order_created", wrap(parseOrderCreated), []any{int64(-3), "X"}, "order_created.lua", "unknown code -3"},
@@ -178,12 +187,12 @@ func TestParseMalformedReplies(t *testing.T) {
 func TestParseSendDoneCmd(t *testing.T) {
 	cmd := redis.NewCmd(t.Context())
 	cmd.SetVal([]any{int64(-1), "MISSING"})
-	if r, err := ParseSendDone(cmd); err != nil || r != (SendDoneReply{Code: SendDoneMissing, State: "MISSING"}) {
+	if r, err := ParseSendDone(cmd, 1); err != nil || len(r) != 1 || r[0] != (SendDoneReply{Code: SendDoneMissing, State: "MISSING"}) {
 		t.Fatalf("ParseSendDone = %+v, %v", r, err)
 	}
 	noscript := redis.ErrNoScript
 	cmd.SetErr(noscript)
-	if _, err := ParseSendDone(cmd); !errors.Is(err, noscript) || !strings.HasPrefix(err.Error(), "send_done.lua: ") {
+	if _, err := ParseSendDone(cmd, 1); !errors.Is(err, noscript) || !strings.HasPrefix(err.Error(), "send_done.lua: ") {
 		t.Fatalf("ParseSendDone of a failed command = %v", err)
 	}
 }

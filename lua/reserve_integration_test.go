@@ -213,12 +213,12 @@ func TestSendClaimAndDone(t *testing.T) {
 		t.Fatalf("claim after lease end = %v, want all 3", expired)
 	}
 	done := func(rid, outcome string) lua.SendDoneReply {
-		res, err := lua.SendDone(ctx, rdb, s.k, lua.SendDoneArgs{ReservationID: rid, Outcome: outcome,
-			NextDueMS: now + 50000, RecheckMS: now + 900000, ErrText: "boom"})
-		if err != nil {
-			t.Fatal(err)
+		res, err := lua.SendDone(ctx, rdb, s.k, lua.SendDoneArgs{Outcome: outcome, NextDueMS: now + 50000, ErrText: "boom",
+			Items: []lua.SendDoneItem{{ReservationID: rid, RecheckMS: now + 900000}}})
+		if err != nil || len(res) != 1 {
+			t.Fatal(res, err)
 		}
-		return res
+		return res[0]
 	}
 	score := func(rid string) int64 { return int64(rdb.ZScore(ctx, s.k.SendDue(), rid).Val()) }
 	// Published: stays in send_due, not due again before the recheck time.
@@ -251,6 +251,16 @@ func TestSendClaimAndDone(t *testing.T) {
 	rdb.Del(ctx, s.k.Reservation("r2"))
 	if r := done("r2", "PUBLISHED"); r.Code != lua.SendDoneMissing || rdb.ZScore(ctx, s.k.SendDue(), "r2").Err() != redis.Nil || s.counters(t)["send_missing_total"] != "1" {
 		t.Fatalf("missing hash = %v", r)
+	}
+	// A gateway batch: one call for several reservations of the SKU, each
+	// answered in its place.
+	rdb.HSet(ctx, s.k.Reservation("r3"), "status", "RESERVED", "mq_state", "PENDING")
+	rdb.ZAdd(ctx, s.k.SendDue(), redis.Z{Score: float64(now), Member: "r3"})
+	res, err := lua.SendDone(ctx, rdb, s.k, lua.SendDoneArgs{Outcome: "PUBLISHED", Items: []lua.SendDoneItem{
+		{ReservationID: "r3", RecheckMS: now + 1000}, {ReservationID: "r2", RecheckMS: now + 2000}, {ReservationID: "r1", RecheckMS: now + 3000}}})
+	if err != nil || len(res) != 3 || res[0].State != "PUBLISHED" || res[1].Code != lua.SendDoneMissing || res[2].Code != lua.SendDoneSettled ||
+		score("r3") != now+1000 || rdb.HGet(ctx, s.k.Reservation("r3"), "mq_state").Val() != "PUBLISHED" {
+		t.Fatalf("batch = %+v, %v; r3 score %d", res, err, score("r3"))
 	}
 }
 

@@ -1,52 +1,68 @@
--- send_done.lua: record the outcome of one send of ORDER_CREATE_REQUESTED and
--- say when the reservation is looked at next. It never gives up: a
--- reservation stays in send_due for as long as its Redis state is RESERVED
--- (order_created.lua and compensate.lua take it out when it settles), so a
--- broker outage of any length delays a request but never loses it; past its
--- business deadline reconciliation rejects it durably and gives the unit back.
--- Fixed complexity.
+-- send_done.lua: record the outcome of one send of ORDER_CREATE_REQUESTED for
+-- one or more reservations of one SKU (a gateway batch, or one scanner send)
+-- and say when each is looked at next. It never gives up: a reservation stays
+-- in send_due for as long as its Redis state is RESERVED (order_created.lua
+-- and compensate.lua take it out when it settles), so a broker outage of any
+-- length delays a request but never loses it; past its business deadline
+-- reconciliation rejects it durably and gives the unit back. O(N) in the
+-- reservations of the call (the gateway sends at most its batch size, 64).
 --
--- KEYS[1] reservation hash  seckill:{a:s}:r:<reservation_id>
--- KEYS[2] send_due zset     seckill:{a:s}:send_due
--- KEYS[3] counter hash      seckill:{a:s}:counter
--- ARGV[1] reservation_id
--- ARGV[2] outcome: PUBLISHED | UNKNOWN | FAILED
--- ARGV[3] next_due_ms  UNKNOWN/FAILED: when to send again (the caller's capped backoff)
--- ARGV[4] recheck_ms   PUBLISHED: when to look again should the reservation still be unsettled
--- ARGV[5] error text (may be empty)
+-- KEYS[1] send_due zset     seckill:{a:s}:send_due
+-- KEYS[2] counter hash      seckill:{a:s}:counter
+-- KEYS[2+i] reservation hash of the i-th reservation  seckill:{a:s}:r:<reservation_id>
+-- ARGV[1] outcome: PUBLISHED | UNKNOWN | FAILED (the same for every reservation of the call)
+-- ARGV[2] next_due_ms  UNKNOWN/FAILED: when to send again (the caller's capped backoff)
+-- ARGV[3] error text (may be empty)
+-- ARGV[2+2i] reservation_id of the i-th reservation
+-- ARGV[3+2i] recheck_ms of the i-th: PUBLISHED: when to look again should it still be unsettled
 --
--- Returns {code, mq_state}:
+-- Returns {code_1, mq_state_1, code_2, mq_state_2, ...}, per reservation:
 --   1 recorded; mq_state after it (PUBLISHED, UNKNOWN or PENDING)
 --   3 SETTLED  the reservation already left RESERVED: removed from send_due
 --  -1 MISSING  the hash is gone: removed from send_due and counted (reconciliation owns it)
-if redis.call('EXISTS', KEYS[1]) == 0 then
-    redis.call('ZREM', KEYS[2], ARGV[1])
-    redis.call('HINCRBY', KEYS[3], 'send_missing_total', 1)
-    return {-1, 'MISSING'}
+local outcome, next_due, err_text = ARGV[1], ARGV[2], ARGV[3]
+local out = {}
+for i = 3, #KEYS do
+    local rid, recheck = ARGV[2 * i - 2], ARGV[2 * i - 1]
+    local key = KEYS[i]
+    local code, state
+    if redis.call('EXISTS', key) == 0 then
+        redis.call('ZREM', KEYS[1], rid)
+        redis.call('HINCRBY', KEYS[2], 'send_missing_total', 1)
+        code, state = -1, 'MISSING'
+    else
+        local cur = redis.call('HMGET', key, 'status', 'mq_state')
+        if cur[1] ~= 'RESERVED' then
+            redis.call('ZREM', KEYS[1], rid)
+            code, state = 3, 'SETTLED'
+        else
+            redis.call('HINCRBY', key, 'send_attempts', 1)
+            code = 1
+            if outcome == 'PUBLISHED' then
+                redis.call('HSET', key, 'mq_state', 'PUBLISHED', 'last_error', '')
+                redis.call('ZADD', KEYS[1], 'XX', recheck, rid)
+                state = 'PUBLISHED'
+            else
+                redis.call('HSET', key, 'last_error', err_text)
+                if cur[2] == 'PUBLISHED' then
+                    -- A late failure (another sender's batch, a timed-out retry)
+                    -- never re-queues a message the broker already accepted.
+                    state = 'PUBLISHED'
+                else
+                    -- UNKNOWN is not failure (seed §2.3 rule 2) and stays UNKNOWN:
+                    -- the message may be on the broker; re-sending it with the
+                    -- same message_id is harmless.
+                    state = 'PENDING'
+                    if outcome == 'UNKNOWN' or cur[2] == 'UNKNOWN' then
+                        state = 'UNKNOWN'
+                    end
+                    redis.call('HSET', key, 'mq_state', state)
+                    redis.call('ZADD', KEYS[1], 'XX', next_due, rid)
+                end
+            end
+        end
+    end
+    out[#out + 1] = code
+    out[#out + 1] = state
 end
-local cur = redis.call('HMGET', KEYS[1], 'status', 'mq_state')
-if cur[1] ~= 'RESERVED' then
-    redis.call('ZREM', KEYS[2], ARGV[1])
-    return {3, 'SETTLED'}
-end
-redis.call('HINCRBY', KEYS[1], 'send_attempts', 1)
-if ARGV[2] == 'PUBLISHED' then
-    redis.call('HSET', KEYS[1], 'mq_state', 'PUBLISHED', 'last_error', '')
-    redis.call('ZADD', KEYS[2], 'XX', ARGV[4], ARGV[1])
-    return {1, 'PUBLISHED'}
-end
-redis.call('HSET', KEYS[1], 'last_error', ARGV[5])
--- A late failure (another sender's batch, a timed-out retry) never re-queues
--- a message the broker already accepted.
-if cur[2] == 'PUBLISHED' then
-    return {1, 'PUBLISHED'}
-end
--- UNKNOWN is not failure (seed §2.3 rule 2) and stays UNKNOWN: the message may
--- be on the broker; re-sending it with the same message_id is harmless.
-local state = 'PENDING'
-if ARGV[2] == 'UNKNOWN' or cur[2] == 'UNKNOWN' then
-    state = 'UNKNOWN'
-end
-redis.call('HSET', KEYS[1], 'mq_state', state)
-redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1])
-return {1, state}
+return out

@@ -288,24 +288,20 @@ const (
 // reservation's mq_state afterwards (PUBLISHED, UNKNOWN, PENDING), or
 // StateSettled / StateMissing.
 func MarkSent(ctx context.Context, rdb redis.Scripter, k lua.Keys, rid uuid.UUID, s Sent) (string, error) {
-	res, err := lua.SendDone(ctx, rdb, k, sendDoneArgs(rid, s))
+	res, err := lua.SendDone(ctx, rdb, k, sendDoneArgs(s, []lua.SendDoneItem{{ReservationID: rid.String(), RecheckMS: s.Recheck.UnixMilli()}}))
 	if err != nil {
 		return "", fmt.Errorf("record send outcome: %w", err)
 	}
-	return res.State, nil
+	return res[0].State, nil
 }
 
-// markSent queues lua/send_done.lua by EVALSHA on a pipeline.
-func markSent(ctx context.Context, pipe redis.Pipeliner, k lua.Keys, rid uuid.UUID, s Sent) *redis.Cmd {
-	return lua.QueueSendDone(ctx, pipe, k, sendDoneArgs(rid, s))
-}
-
-func sendDoneArgs(rid uuid.UUID, s Sent) lua.SendDoneArgs {
+// sendDoneArgs are the arguments of one send_done.lua call: s's outcome
+// (its Recheck is per item) for items.
+func sendDoneArgs(s Sent, items []lua.SendDoneItem) lua.SendDoneArgs {
 	if len(s.ErrText) > 500 {
 		s.ErrText = s.ErrText[:500]
 	}
-	return lua.SendDoneArgs{ReservationID: rid.String(), Outcome: s.Outcome, NextDueMS: s.NextDue.UnixMilli(),
-		RecheckMS: s.Recheck.UnixMilli(), ErrText: s.ErrText}
+	return lua.SendDoneArgs{Outcome: s.Outcome, NextDueMS: s.NextDue.UnixMilli(), ErrText: s.ErrText, Items: items}
 }
 
 // RecheckAt is when a reservation published now is looked at again if it is

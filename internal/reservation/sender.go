@@ -109,25 +109,37 @@ func (r *Reserver) sendBatch(batch []sendItem) {
 	if err := r.fp.Check(failpoint.AfterMQSendBeforeRedisMark); err != nil {
 		return
 	}
+	r.markBatch(ctx, sendable, Sent{Outcome: outcome, NextDue: r.now().Add(r.opt.RetryBackoff), ErrText: errText})
+}
+
+// markBatch records one batch's outcome: one send_done.lua call per SKU of
+// the batch (a flash sale's batch is one SKU: one Redis round trip and one
+// script call for the whole batch), pipelined.
+func (r *Reserver) markBatch(ctx context.Context, batch []sendItem, s Sent) {
 	now := r.now()
-	sent := func(it sendItem) Sent {
-		return Sent{Outcome: outcome, NextDue: now.Add(r.opt.RetryBackoff), Recheck: RecheckAt(it.f.DeadlineMS, now, r.opt.RecheckAfter), ErrText: errText}
+	bySKU := map[lua.Keys][]lua.SendDoneItem{}
+	var order []lua.Keys
+	for _, it := range batch {
+		if _, ok := bySKU[it.k]; !ok {
+			order = append(order, it.k)
+		}
+		bySKU[it.k] = append(bySKU[it.k], lua.SendDoneItem{ReservationID: it.f.ReservationID.String(),
+			RecheckMS: RecheckAt(it.f.DeadlineMS, now, r.opt.RecheckAfter).UnixMilli()})
 	}
 	pipe := r.rdb.Pipeline()
-	for _, it := range sendable {
-		markSent(ctx, pipe, it.k, it.f.ReservationID, sent(it))
+	for _, k := range order {
+		lua.QueueSendDone(ctx, pipe, k, sendDoneArgs(s, bySKU[k]))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		if redis.HasErrorPrefix(err, "NOSCRIPT") { // Redis lost its script cache: mark one by one (EVAL fallback)
-			for _, it := range sendable {
-				if _, err = MarkSent(ctx, r.rdb, it.k, it.f.ReservationID, sent(it)); err != nil {
-					break
-				}
+	_, err := pipe.Exec(ctx)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") { // Redis lost its script cache: run them (EVAL fallback)
+		for _, k := range order {
+			if _, err = lua.SendDone(ctx, r.rdb, k, sendDoneArgs(s, bySKU[k])); err != nil {
+				break
 			}
 		}
-		if err != nil {
-			// Items stay due in send_due: the scanner re-sends with the same message_id.
-			r.log.Warn("reservation.mq_mark_failed", "messages", len(sendable), "error", err)
-		}
+	}
+	if err != nil {
+		// Items stay due in send_due: the scanner re-sends with the same message_id.
+		r.log.Warn("reservation.mq_mark_failed", "messages", len(batch), "error", err)
 	}
 }
