@@ -49,7 +49,11 @@ type Authenticator struct {
 	adminToken []byte
 	adminName  string
 	now        func() time.Time
+	verified   *verified
 }
+
+// leeway is the clock skew User tolerates on exp and iat.
+const leeway = 5 * time.Second
 
 // New returns an Authenticator.
 func New(o Options) (*Authenticator, error) {
@@ -69,7 +73,7 @@ func New(o Options) (*Authenticator, error) {
 	}
 	fp := sha256.Sum256([]byte(o.AdminToken))
 	return &Authenticator{keys: o.Keys, current: o.Current, maxTTL: o.MaxTTL, adminToken: []byte(o.AdminToken),
-		adminName: "admin:" + hex.EncodeToString(fp[:4]), now: time.Now}, nil
+		adminName: "admin:" + hex.EncodeToString(fp[:4]), now: time.Now, verified: newVerified()}, nil
 }
 
 // Mint returns a token for userID valid for ttl (at most the maximum lifetime).
@@ -92,8 +96,22 @@ func (a *Authenticator) Mint(userID int64, ttl time.Duration) (string, error) {
 	return tok.SignedString(a.keys[a.current])
 }
 
-// User verifies a bearer token and returns its user id.
+// User verifies a bearer token and returns its user id. A token seen before
+// and not expired yet is answered from the verified-token cache.
 func (a *Authenticator) User(token string) (int64, error) {
+	if id, ok := a.verified.get(token, a.now()); ok {
+		return id, nil
+	}
+	id, exp, err := a.verify(token)
+	if err != nil {
+		return 0, err
+	}
+	a.verified.put(token, id, exp.Add(leeway))
+	return id, nil
+}
+
+// verify runs every check of a user token and returns its user and expiry.
+func (a *Authenticator) verify(token string) (int64, time.Time, error) {
 	var claims jwt.RegisteredClaims
 	_, err := jwt.ParseWithClaims(token, &claims, a.key,
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
@@ -102,21 +120,21 @@ func (a *Authenticator) User(token string) (int64, error) {
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
 		jwt.WithTimeFunc(a.now),
-		jwt.WithLeeway(5*time.Second))
+		jwt.WithLeeway(leeway))
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
+		return 0, time.Time{}, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
 	}
 	if claims.IssuedAt == nil {
-		return 0, fmt.Errorf("%w: no iat", ErrUnauthenticated)
+		return 0, time.Time{}, fmt.Errorf("%w: no iat", ErrUnauthenticated)
 	}
 	if life := claims.ExpiresAt.Sub(claims.IssuedAt.Time); life > a.maxTTL {
-		return 0, fmt.Errorf("%w: lifetime %s longer than %s", ErrUnauthenticated, life, a.maxTTL)
+		return 0, time.Time{}, fmt.Errorf("%w: lifetime %s longer than %s", ErrUnauthenticated, life, a.maxTTL)
 	}
 	id, err := strconv.ParseInt(claims.Subject, 10, 64)
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != claims.Subject {
-		return 0, fmt.Errorf("%w: subject %q is not a user id", ErrUnauthenticated, claims.Subject)
+		return 0, time.Time{}, fmt.Errorf("%w: subject %q is not a user id", ErrUnauthenticated, claims.Subject)
 	}
-	return id, nil
+	return id, claims.ExpiresAt.Time, nil
 }
 
 // key picks the verification key named by the token's kid.

@@ -3,6 +3,7 @@ package auth
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -131,4 +132,71 @@ func TestAdmin(t *testing.T) {
 	if _, err := New(Options{Keys: map[int][]byte{1: bytes.Repeat([]byte{7}, 8)}, Current: 1, MaxTTL: time.Hour, AdminToken: "admin-token-123456"}); err == nil {
 		t.Fatal("short secret accepted")
 	}
+}
+
+// A token answered from the verified-token cache still expires on time, a
+// token that differs in one byte is verified (and refused) on its own, and
+// the cache stays bounded.
+func TestVerifiedTokenCache(t *testing.T) {
+	a := newTestAuth(t)
+	now := time.Now()
+	a.now = func() time.Time { return now }
+	tok, err := a.Mint(42, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // verified, then cached
+		if id, err := a.User(tok); err != nil || id != 42 {
+			t.Fatalf("User = %d, %v", id, err)
+		}
+	}
+	if _, ok := a.verified.get(tok, now); !ok {
+		t.Fatal("a verified token is not cached")
+	}
+	tampered := tok[:len(tok)-2] + map[bool]string{true: "AA", false: "BB"}[!strings.HasSuffix(tok, "AA")]
+	if _, err := a.User(tampered); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("tampered token of a cached one = %v", err)
+	}
+	now = now.Add(time.Minute + leeway)
+	if _, err := a.User(tok); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("a cached token after its expiry = %v", err)
+	}
+	v := newVerified()
+	for i := range verifiedShards*verifiedPerShard + 1000 {
+		v.put(strconv.Itoa(i), 1, now.Add(time.Hour))
+	}
+	n := 0
+	for i := range v.shards {
+		n += len(v.shards[i].m)
+	}
+	if n > verifiedShards*verifiedPerShard {
+		t.Fatalf("cache holds %d tokens, bound %d", n, verifiedShards*verifiedPerShard)
+	}
+}
+
+func BenchmarkUser(b *testing.B) {
+	a, err := New(Options{Keys: keys(7), Current: 1, MaxTTL: 24 * time.Hour, AdminToken: "admin-token-123456"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	toks := make([]string, 1<<16)
+	for i := range toks {
+		if toks[i], err = a.Mint(int64(i+1), time.Hour); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("first-use", func(b *testing.B) {
+		for i := range b.N {
+			if _, _, err := a.verify(toks[i%len(toks)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		for i := range b.N {
+			if _, err := a.User(toks[i%1024]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
