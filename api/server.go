@@ -309,14 +309,9 @@ func (h *handlers) reserve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch res.Code {
 	case reservation.Queued:
-		writeJSON(w, http.StatusAccepted, map[string]any{
-			"code":           "QUEUED",
-			"reservation_id": res.ReservationID,
-			"message":        "accepted; the order is being created",
-			"status_url":     fmt.Sprintf("/v1/activities/%d/skus/%d/reservations/%s", activityID, skuID, res.ReservationID),
-		})
+		writeBody(w, http.StatusAccepted, queuedBody(activityID, skuID, res.ReservationID))
 	case reservation.SoldOut:
-		writeError(w, http.StatusConflict, apiError{Code: string(res.Code), Message: "sold out"})
+		writeBody(w, http.StatusConflict, soldOutBody)
 	case reservation.AlreadyReserved:
 		writeJSON(w, http.StatusConflict, map[string]any{"code": string(res.Code),
 			"message": "you already hold a reservation for this item", "reservation_id": res.ReservationID})
