@@ -74,8 +74,8 @@ type CompensateArgs struct {
 // Render returns the KEYS and ARGV of the call.
 func (a CompensateArgs) Render(k Keys) (keys []string, argv []any) {
 	return []string{k.Reservation(a.ReservationID), k.Counter(), k.CompensationMarker(a.ReservationID), k.SendDue(),
-			k.User(a.UserID)},
-		[]any{a.ReservationID, a.CompensationID, a.NowMS, a.TTL.Milliseconds(), flag(a.FreeUserGuard)}
+			k.User(a.UserID), k.Holders()},
+		[]any{a.ReservationID, a.CompensationID, a.NowMS, a.TTL.Milliseconds(), flag(a.FreeUserGuard), a.UserID}
 }
 
 // CompensateCode is compensate.lua's answer.

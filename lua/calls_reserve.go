@@ -39,7 +39,7 @@ func (a ReserveArgs) Render(k Keys) (keys []string, argv []any) {
 // redis-benchmark's __rand_int__. Render is Template with the decimal UserID.
 func (a ReserveArgs) Template(k Keys, user string) (keys, argv []string) {
 	keys = []string{k.Counter(), k.Meta(), k.Reservation(a.ReservationID), k.request(user, a.RequestID),
-		k.user(user), k.SendDue()}
+		k.user(user), k.SendDue(), k.Holders()}
 	argv = []string{a.ReservationID, a.MessageID, a.RequestID, user,
 		strconv.FormatInt(k.ActivityID, 10), strconv.FormatInt(k.SKUID, 10),
 		strconv.FormatInt(a.NowMS, 10), strconv.Itoa(a.KeyVersion), strconv.Itoa(a.SchemaVersion),
@@ -78,6 +78,8 @@ type ReserveReply struct {
 	// Status is the earlier reservation's current status (Duplicate only;
 	// "UNKNOWN" when the script could not read it).
 	Status string
+	// HoldersVersion is the holders hash's version (SoldOut only).
+	HoldersVersion int64
 }
 
 // Reserve runs reserve.lua.
@@ -106,6 +108,10 @@ func parseReserve(v any) (ReserveReply, error) {
 	switch r.Code {
 	case ReserveAdmitted:
 		if r.DeadlineMS, err = int64At(script, v, a, 2); err != nil {
+			return ReserveReply{}, err
+		}
+	case ReserveSoldOut:
+		if r.HoldersVersion, err = int64At(script, v, a, 2); err != nil {
 			return ReserveReply{}, err
 		}
 	case ReserveDuplicate:

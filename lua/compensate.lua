@@ -7,10 +7,12 @@
 -- KEYS[3] compensation marker  seckill:{a:s}:comp:<reservation_id>
 -- KEYS[4] send_due zset        seckill:{a:s}:send_due (settled: no more sends)
 -- KEYS[5] user guard           seckill:{a:s}:user:<user_id>
+-- KEYS[6] holders hash         seckill:{a:s}:holders (the guard's entry, see reserve.lua)
 -- ARGV[1] reservation_id  ARGV[2] compensation_id  ARGV[3] now_ms  ARGV[4] marker/terminal ttl_ms
 -- ARGV[5] "1": free the user's guard (held by this reservation) so the user
 --         may try again: the request was rejected for being too late, not
 --         for anything the user did (BUSINESS_DEADLINE_EXCEEDED)
+-- ARGV[6] user_id (the guard's field in the holders hash)
 --
 -- Returns {code, text}:
 --   1 COMPENSATED          stock restored now
@@ -31,6 +33,8 @@ local function settle()
     redis.call('ZREM', KEYS[4], ARGV[1])
     if ARGV[5] == '1' and redis.call('GET', KEYS[5]) == ARGV[1] then
         redis.call('DEL', KEYS[5])
+        redis.call('HDEL', KEYS[6], ARGV[6])
+        redis.call('HINCRBY', KEYS[2], 'holders_version', 1)
     end
 end
 local marker = redis.call('GET', KEYS[3])

@@ -94,6 +94,12 @@ func (k Keys) request(user, requestID string) string {
 }
 func (k Keys) user(user string) string { return k.prefix() + "user:" + user }
 
+// Holders is the hash of every user guard of the SKU: user id →
+// "<reservation_id> <request_id>" (reserve.lua writes it, compensate.lua
+// and rebuild keep it), read by gateways that answer sold-out requests from
+// memory.
+func (k Keys) Holders() string { return k.prefix() + "holders" }
+
 // SendDue is the sorted set of reservations whose message is not confirmed
 // sent; the score is the next time a scanner may send it (ms).
 func (k Keys) SendDue() string { return k.prefix() + "send_due" }

@@ -8,6 +8,10 @@
 -- KEYS[4] request map    seckill:{a:s}:req:<user_id>:<request_id>
 -- KEYS[5] user guard     seckill:{a:s}:user:<user_id>
 -- KEYS[6] send_due zset  seckill:{a:s}:send_due (score = next send time, ms)
+-- KEYS[7] holders hash   seckill:{a:s}:holders  user_id -> "<reservation_id> <request_id>"
+--         of every user guard: what a gateway answers sold-out requests from
+--         without Redis (internal/reservation/soldout.go); its version is the
+--         counter's holders_version, bumped on every change
 --
 -- ARGV[1] reservation_id  ARGV[2] message_id     ARGV[3] request_id
 -- ARGV[4] user_id         ARGV[5] activity_id    ARGV[6] sku_id
@@ -17,7 +21,7 @@
 -- Returns {code, reservation_id, detail}:
 --   1  RESERVED           new reservation; detail = business_deadline_ms
 --   2  DUPLICATE_REQUEST  this request was admitted before; detail = its current status
---  -1  SOLD_OUT
+--  -1  SOLD_OUT           detail = the counter's holders_version
 --  -2  ALREADY_RESERVED   this user holds another reservation; reservation_id = that one
 --  -3  NOT_STARTED        -4  ENDED        -5  NOT_CONFIGURED
 
@@ -63,13 +67,14 @@ end
 -- 4. Stock.
 local available = tonumber(redis.call('HGET', KEYS[1], 'available') or '0')
 if available <= 0 then
-    return {-1, '', 'SOLD_OUT'}
+    return {-1, '', tonumber(redis.call('HGET', KEYS[1], 'holders_version') or '0')}
 end
 
 -- 5. Admit: counters, reservation with every recovery field, send_due, maps.
 redis.call('HINCRBY', KEYS[1], 'available', -1)
 redis.call('HINCRBY', KEYS[1], 'open_reserved', 1)
 redis.call('HINCRBY', KEYS[1], 'reserved_total', 1)
+redis.call('HINCRBY', KEYS[1], 'holders_version', 1)
 local deadline = now + tonumber(meta[3])
 redis.call('HSET', KEYS[3],
     'status', 'RESERVED',
@@ -90,4 +95,6 @@ redis.call('PEXPIRE', KEYS[3], ARGV[10])
 redis.call('ZADD', KEYS[6], ARGV[11], ARGV[1])
 redis.call('SET', KEYS[4], ARGV[1], 'PX', ARGV[10])
 redis.call('SET', KEYS[5], ARGV[1], 'PX', ARGV[10])
+redis.call('HSET', KEYS[7], ARGV[4], ARGV[1] .. ' ' .. ARGV[3])
+redis.call('PEXPIRE', KEYS[7], ARGV[10])
 return {1, ARGV[1], deadline}

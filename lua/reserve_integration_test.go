@@ -143,6 +143,27 @@ func TestReserveOutcomes(t *testing.T) {
 			}
 		})
 	}
+	// The holders hash follows the user guards, with a version bumped on
+	// every change, which SOLD_OUT reports.
+	t.Run("holders", func(t *testing.T) {
+		s := newSKU(t, rdb, 1)
+		s.reserve(t, "r1", 1, "q1", now)
+		if h := rdb.HGet(ctx, s.k.Holders(), "1").Val(); h != "r1 q1" {
+			t.Fatalf("holders entry = %q", h)
+		}
+		if res := s.reserve(t, "r2", 2, "q2", now); res.Code != lua.ReserveSoldOut || res.HoldersVersion != 1 {
+			t.Fatalf("sold out = %+v, want holders version 1", res)
+		}
+		rdb.HSet(ctx, s.k.Reservation("r1"), "status", "ORDER_REJECTED")
+		c, err := lua.Compensate(ctx, rdb, s.k, lua.CompensateArgs{ReservationID: "r1", CompensationID: "c1", UserID: 1, NowMS: now,
+			TTL: time.Hour, FreeUserGuard: true})
+		if err != nil || c.Code != lua.Compensated || rdb.HExists(ctx, s.k.Holders(), "1").Val() || rdb.Exists(ctx, s.k.User(1)).Val() != 0 {
+			t.Fatalf("compensate freeing the guard = %+v, %v; holders %v", c, err, rdb.HGetAll(ctx, s.k.Holders()).Val())
+		}
+		if v := s.counters(t)["holders_version"]; v != "2" {
+			t.Fatalf("holders_version after the guard was freed = %s, want 2", v)
+		}
+	})
 	t.Run("not configured", func(t *testing.T) {
 		k := lua.Keys{ActivityID: testenv.ActivityID(), SKUID: 9}
 		s := sku{k, rdb}

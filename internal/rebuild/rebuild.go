@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -87,7 +88,10 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activit
 		pipe.Del(ctx, k.Counter())
 		pipe.HSet(ctx, k.Counter(), "initial", s.Initial, "available", s.Available, "open_reserved", s.OpenReserved,
 			"committed", s.Committed, "compensated_total", counts.compensated, "released_total", counts.released,
-			"rebuilt_at_ms", time.Now().UnixMilli())
+			"rebuilt_at_ms", time.Now().UnixMilli(),
+			// A version no gateway's copy of the holders hash can carry: each
+			// reloads it (internal/reservation/soldout.go).
+			"holders_version", time.Now().UnixMicro())
 		pipe.HSet(ctx, k.Meta(), "start_ms", starts.UnixMilli(), "end_ms", ends.UnixMilli(),
 			"order_deadline_ms", deadline*1000, "payment_timeout_ms", payTimeout*1000)
 		pipe.SAdd(ctx, lua.ActiveSKUs, fmt.Sprintf("%d:%d", activityID, v.sku))
@@ -101,8 +105,8 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activit
 
 type counts struct{ open, compensated, released int64 }
 
-// reservations rewrites every reservation hash, request map, user guard and
-// marker of one SKU from PostgreSQL.
+// reservations rewrites every reservation hash, request map, user guard (and
+// its holders entry) and marker of one SKU from PostgreSQL.
 func reservations(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, k lua.Keys, ttl time.Duration) (int, counts, error) {
 	var c counts
 	rows, err := pool.Query(ctx, `
@@ -114,6 +118,7 @@ func reservations(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, k 
 	}
 	defer rows.Close()
 	pipe := rdb.Pipeline()
+	pipe.Del(ctx, k.Holders()) // rewritten from PostgreSQL's reservations below
 	n := 0
 	for rows.Next() {
 		var rid, req, msg uuid.UUID
@@ -138,6 +143,7 @@ func reservations(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, k 
 		pipe.PExpire(ctx, key, ttl)
 		pipe.Set(ctx, k.Request(user, req.String()), rid.String(), ttl)
 		pipe.Set(ctx, k.User(user), rid.String(), ttl)
+		pipe.HSet(ctx, k.Holders(), strconv.FormatInt(user, 10), rid.String()+" "+req.String())
 		switch state.Reservation(status) {
 		case state.ReservationReserved, state.ReservationOrderRejected, state.ReservationCompensating:
 			c.open++
@@ -159,6 +165,7 @@ func reservations(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, k 
 	if err := rows.Err(); err != nil {
 		return n, c, err
 	}
+	pipe.PExpire(ctx, k.Holders(), ttl)
 	if _, err := pipe.Exec(ctx); err != nil && n > 0 {
 		return n, c, err
 	}

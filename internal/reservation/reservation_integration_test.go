@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -446,5 +447,89 @@ func TestSoldOutMemoGivesTheSameKeyTheSameAnswer(t *testing.T) {
 	}
 	if testutil.ToFloat64(r.m.SoldOutMemo) != memo+1 {
 		t.Fatalf("memo answers %v → %v, want only the new buyer's from the memo", memo, testutil.ToFloat64(r.m.SoldOutMemo))
+	}
+}
+
+// commandCounter counts the commands a client sends (pipelines included).
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
+}
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(int64(len(cmds))); return next(ctx, cmds) }
+}
+
+// Once the gateway holds a copy of a sold-out SKU's holders, it gives the
+// script's answers without a Redis command: the admitted request QUEUED
+// again, a holder's other request ALREADY_RESERVED, anyone else SOLD_OUT.
+// A unit given back and taken again changes the holders' version: the next
+// SOLD_OUT makes the gateway copy them again, with the new holder.
+func TestSoldOutAnswersFromTheHoldersCopyWithoutRedis(t *testing.T) {
+	r := newRig(t, 2, func(o *reservation.Options) { o.SoldOutMemo = 2 * time.Second })
+	cc := &commandCounter{}
+	r.rdb.AddHook(cc)
+	ctx := context.Background()
+	reserve := func(user int64, req uuid.UUID) (reservation.Result, int64) {
+		t.Helper()
+		n0 := cc.n.Load()
+		res, err := r.res.Reserve(ctx, user, r.k.ActivityID, r.k.SKUID, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, cc.n.Load() - n0
+	}
+	// await calls reserve until it answers code with no command to Redis.
+	await := func(user int64, req uuid.UUID, code reservation.Code) reservation.Result {
+		t.Helper()
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+			if res, n := reserve(user, req); res.Code == code && n == 0 {
+				return res
+			}
+		}
+		t.Fatalf("user %d: no %s answered from memory within 10 s", user, code)
+		return reservation.Result{}
+	}
+	req1, req2 := uuid.New(), uuid.New()
+	a1, _ := reserve(1, req1)
+	a2, _ := reserve(2, req2)
+	if a1.Code != reservation.Queued || a2.Code != reservation.Queued {
+		t.Fatalf("admissions %v %v", a1, a2)
+	}
+	if res, n := reserve(3, uuid.New()); res.Code != reservation.SoldOut || n == 0 {
+		t.Fatalf("first sold-out request = %v with %d commands, want the script's SOLD_OUT", res.Code, n)
+	}
+	await(4, uuid.New(), reservation.SoldOut)
+	for _, c := range []struct {
+		user int64
+		req  uuid.UUID
+		code reservation.Code
+		rid  uuid.UUID
+	}{
+		{1, req1, reservation.Queued, a1.ReservationID},
+		{1, uuid.New(), reservation.AlreadyReserved, a1.ReservationID},
+		{2, uuid.New(), reservation.AlreadyReserved, a2.ReservationID},
+		{5, uuid.New(), reservation.SoldOut, uuid.Nil},
+	} {
+		if res, n := reserve(c.user, c.req); res.Code != c.code || res.ReservationID != c.rid || n != 0 {
+			t.Errorf("user %d = %+v with %d Redis commands, want %s %s with none", c.user, res, n, c.code, c.rid)
+		}
+	}
+	// A unit comes back (a release); after the memo, user 6 takes it.
+	r.rdb.HIncrBy(ctx, r.k.Counter(), "available", 1)
+	req6 := uuid.New()
+	var a6 reservation.Result
+	for end := time.Now().Add(10 * time.Second); a6.Code != reservation.Queued && time.Now().Before(end); {
+		a6, _ = reserve(6, req6)
+	}
+	if a6.Code != reservation.Queued {
+		t.Fatalf("user 6 after the unit came back = %v", a6)
+	}
+	if res, n := reserve(7, uuid.New()); res.Code != reservation.SoldOut || n == 0 {
+		t.Fatalf("sold out again = %v with %d commands, want the script's SOLD_OUT", res.Code, n)
+	}
+	if res := await(6, req6, reservation.Queued); res.ReservationID != a6.ReservationID || !res.Duplicate {
+		t.Fatalf("user 6's retry from the new copy = %+v", res)
 	}
 }

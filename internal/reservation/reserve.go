@@ -80,15 +80,15 @@ type Options struct {
 
 // Reserver admits requests. It is safe for concurrent use.
 type Reserver struct {
-	rdb  redis.Cmdable
-	ids  *ids.Deriver
-	pub  BatchPublisher
-	opt  Options
-	m    *metrics.Reservation
-	fp   *failpoint.Set
-	log  *slog.Logger
-	now  func() time.Time
-	memo sync.Map // lua.Keys → time.Time until which the SKU is known sold out
+	rdb     redis.Cmdable
+	ids     *ids.Deriver
+	pub     BatchPublisher
+	opt     Options
+	m       *metrics.Reservation
+	fp      *failpoint.Set
+	log     *slog.Logger
+	now     func() time.Time
+	soldOut soldOut // the SKUs known sold out, and their holders (soldout.go)
 
 	// The immediate sends, batched (see sender.go).
 	queue     chan sendItem
@@ -146,7 +146,14 @@ func (r *Reserver) Reserve(ctx context.Context, userID, activityID, skuID int64,
 func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64, requestID uuid.UUID) (Result, error) {
 	k := lua.Keys{ActivityID: activityID, SKUID: skuID}
 	now := r.now()
-	if until, ok := r.memo.Load(k); ok && now.Before(until.(time.Time)) {
+	st := r.soldOut.get(k)
+	if res, ok := st.answer(now, userID, requestID); ok {
+		if res.Code == SoldOut {
+			r.m.SoldOutMemo.Inc()
+		}
+		return res, nil
+	}
+	if st != nil && now.Before(st.until) {
 		// Known sold out: one MGET keeps the script's answers for the same
 		// key (a retry of an admitted request gets QUEUED again, a user who
 		// holds another reservation ALREADY_RESERVED) without running it.
@@ -198,7 +205,9 @@ func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64,
 		}
 		return Result{Code: Queued, ReservationID: rid, Duplicate: true, Status: reply.Status}, nil
 	case lua.ReserveSoldOut:
-		r.memo.Store(k, now.Add(r.opt.SoldOutMemo))
+		if r.soldOut.mark(k, now.Add(r.opt.SoldOutMemo), reply.HoldersVersion) && r.opt.SoldOutMemo > 0 {
+			r.loadHolders(k)
+		}
 		return Result{Code: SoldOut}, nil
 	case lua.ReserveAlreadyReserved:
 		return r.alreadyReserved(ctx, k, reply.ReservationID, requestID)
