@@ -72,10 +72,10 @@ func TestReserveCallArgsMatchKeyLayout(t *testing.T) {
 	c := ReserveCall{SHA: lua.ReserveSHA(), ActivityID: 77, SKUID: 3, NowMS: 1000, KeyVersion: 1, SchemaVersion: 1,
 		TTL: 2 * time.Hour, SendDueAtMS: 5000}
 	args := c.Args()
-	if len(args) != 3+6+11 {
-		t.Fatalf("%d args, want EVALSHA sha numkeys + 6 keys + 11 argv: %q", len(args), args)
+	if len(args) != 3+7+11 {
+		t.Fatalf("%d args, want EVALSHA sha numkeys + 7 keys + 11 argv: %q", len(args), args)
 	}
-	if args[0] != "EVALSHA" || args[1] != lua.ReserveSHA() || args[2] != "6" {
+	if args[0] != "EVALSHA" || args[1] != lua.ReserveSHA() || args[2] != "7" {
 		t.Fatalf("head = %q", args[:3])
 	}
 	// What redis-benchmark makes of the placeholders: 12-digit numbers.
@@ -86,23 +86,23 @@ func TestReserveCallArgsMatchKeyLayout(t *testing.T) {
 	req := "00000000-0000-4000-a000-" + n
 	wantKeys := []string{k.Counter(), k.Meta(), k.Reservation(id),
 		strings.Replace(k.Request(4242, req), ":4242:", ":"+n+":", 1),
-		strings.Replace(k.User(4242), ":4242", ":"+n, 1), k.SendDue()}
+		strings.Replace(k.User(4242), ":4242", ":"+n, 1), k.SendDue(), k.Holders()}
 	for i, w := range wantKeys {
 		if got := sub(args[3+i]); got != w {
 			t.Errorf("KEYS[%d] = %q, want %q", i+1, got, w)
 		}
 	}
-	for i, a := range []int{3 + 6, 3 + 6 + 1, 3 + 6 + 2} { // reservation, message and request ids
+	for i, a := range []int{3 + 7, 3 + 7 + 1, 3 + 7 + 2} { // reservation, message and request ids
 		if got := sub(args[a]); len(got) != 36 {
 			t.Errorf("ARGV[%d] = %q: not 36 characters like a UUID", i+1, got)
 		}
 	}
 	wantTail := []string{"77", "3", "1000", "1", "1", "7200000", "5000"}
-	if got := args[3+6+4:]; strings.Join(got, " ") != strings.Join(wantTail, " ") {
+	if got := args[3+7+4:]; strings.Join(got, " ") != strings.Join(wantTail, " ") {
 		t.Errorf("ARGV[5..11] = %q, want %q", got, wantTail)
 	}
-	if sub(args[3+6+3]) != n {
-		t.Errorf("ARGV[4] user = %q", args[3+6+3])
+	if sub(args[3+7+3]) != n {
+		t.Errorf("ARGV[4] user = %q", args[3+7+3])
 	}
 }
 
