@@ -23,7 +23,7 @@ func newBenchReserveCmd() *cobra.Command {
 		Long: `Creates a throw-away activity (random id) with an in-stock SKU for each path and a
 sold-out SKU, then measures in one run:
 
-  raw EVALSHA in-stock / sold-out   redis-benchmark -c C -n N EVALSHA <reserve.lua sha> 6 ...,
+  raw EVALSHA in-stock / sold-out   redis-benchmark -c C -n N EVALSHA <reserve.lua sha> 7 ...,
                                     every call a distinct random user (__rand_int__)
   HTTP in-stock / sold-out          an in-process gateway composed like "seckill api"
                                     (app/: real Reserver, Redis, RocketMQ producer) on a
