@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -169,11 +170,12 @@ func (o AllOptions) command() string {
 }
 
 // buildCommit is the VCS revision the binary was built from ("+dirty" when
-// the tree had changes), or "unknown".
+// the tree had changes); without one stamped (-buildvcs=false), that of the
+// git work tree the bench runs in, marked "(work tree)"; else "unknown".
 func buildCommit() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown"
+		return workTreeCommit()
 	}
 	rev, dirty := "", false
 	for _, s := range bi.Settings {
@@ -185,7 +187,7 @@ func buildCommit() string {
 		}
 	}
 	if rev == "" {
-		return "unknown"
+		return workTreeCommit()
 	}
 	if len(rev) > 12 {
 		rev = rev[:12]
@@ -194,4 +196,16 @@ func buildCommit() string {
 		rev += "+dirty"
 	}
 	return rev
+}
+
+func workTreeCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output() // #nosec G204 -- the command and its arguments are this program's own (its binary, the stack script, the benchmark tools), not user input
+	if err != nil {
+		return "unknown"
+	}
+	rev := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 { // #nosec G204 -- as above
+		rev += "+dirty"
+	}
+	return rev + " (work tree)"
 }
