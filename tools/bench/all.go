@@ -108,7 +108,7 @@ func RunAll(ctx context.Context, sys config.Config, o AllOptions, stdout, stderr
 		}
 	}
 	rep.TookS = time.Since(rep.Started).Seconds()
-	rep.Rows = AllRows(rep.Reserve, rep.Order, rep.Busy)
+	rep.Rows = AllRows(rep.Reserve, rep.Order, rep.Busy, o.MaxBusyPct)
 	return writeReport(stdout, o.JSON, rep, func(w io.Writer) { rep.WriteText(w, o.Details) }, &rep.Failures)
 }
 

@@ -24,15 +24,21 @@ type AllRow struct {
 	// on the figure: e.g. ">= 0.60", "< 5".
 	Target string `json:"target,omitempty"`
 	// TargetOnRatio: the target is on Ratio, else on Project.
-	TargetOnRatio bool   `json:"target_on_ratio,omitempty"`
-	Met           *bool  `json:"met,omitempty"` // nil: no target (for reference)
-	Busy          bool   `json:"busy"`          // measured on a machine found busy (--force)
-	Note          string `json:"note,omitempty"`
+	TargetOnRatio bool  `json:"target_on_ratio,omitempty"`
+	Met           *bool `json:"met,omitempty"` // nil: no target (for reference)
+	// OffPathPct is the largest share of the machine that work off the
+	// measured path used during the legs behind the row (noise).
+	OffPathPct float64 `json:"off_path_pct"`
+	// Busy: measured on a machine found busy before a leg (--force), or
+	// with more than the allowed off-path work during it.
+	Busy bool   `json:"busy"`
+	Note string `json:"note,omitempty"`
 }
 
 // AllRows builds the table from the two reports (either may be nil: a
-// bench that failed to start).
-func AllRows(r *Report, o *OrderReport, busy bool) []AllRow {
+// bench that failed to start). Every row is flagged busy with busy, else
+// those whose legs had more than maxBusy% off-path work.
+func AllRows(r *Report, o *OrderReport, busy bool, maxBusy float64) []AllRow {
 	var rows []AllRow
 	if r != nil {
 		rows = append(rows, reserveRows(r)...)
@@ -41,9 +47,17 @@ func AllRows(r *Report, o *OrderReport, busy bool) []AllRow {
 		rows = append(rows, orderRows(o)...)
 	}
 	for i := range rows {
-		rows[i].Busy = busy
+		rows[i].Busy = busy || rows[i].OffPathPct > maxBusy
 	}
 	return rows
+}
+
+// noisy records the off-path work of the legs behind a row.
+func noisy(row AllRow, pcts ...float64) AllRow {
+	for _, p := range pcts {
+		row.OffPathPct = max(row.OffPathPct, p)
+	}
+	return row
 }
 
 func met(v bool) *bool { return &v }
@@ -67,17 +81,20 @@ func reserveRows(r *Report) []AllRow {
 			suffix = " [" + gen + "]"
 		}
 		if hi := r.Case(caseHTTPInStock + suffix); hi != nil && ri != nil {
-			rows = append(rows, ratioRow("HTTP in-stock, "+gen+" (reservations/s)", "/s", hi.ReservationsPS,
-				"raw EVALSHA in-stock", ri.ReservationsPS, ">=", 0.60))
+			rows = append(rows, noisy(ratioRow("HTTP in-stock, "+gen+" (reservations/s)", "/s", hi.ReservationsPS,
+				"raw EVALSHA in-stock", ri.ReservationsPS, ">=", 0.60), hi.OtherWorkPct, ri.OtherWorkPct))
 			if hi.GatewayUS > 0 {
-				rows = append(rows, AllRow{Leg: "gateway CPU per reservation, driven by wrk (µs)", Unit: "µs", Project: hi.GatewayUS,
-					BaselineName: "raw EVALSHA in-stock, whole machine", Baseline: ri.CPU.MachineUS, Ratio: hi.GatewayUS / ri.CPU.MachineUS})
+				rows = append(rows, noisy(AllRow{Leg: "gateway CPU per reservation, driven by wrk (µs)", Unit: "µs", Project: hi.GatewayUS,
+					BaselineName: "raw EVALSHA in-stock, whole machine", Baseline: ri.CPU.MachineUS, Ratio: hi.GatewayUS / ri.CPU.MachineUS},
+					hi.OtherWorkPct, ri.OtherWorkPct))
 			}
 		}
 		if hs := r.Case(caseHTTPSoldOut + suffix); hs != nil && rs != nil {
-			rows = append(rows, ratioRow("HTTP sold-out, "+gen+" (requests/s)", "/s", hs.RPS, "raw EVALSHA sold-out", rs.RPS, ">", 1.0))
+			rows = append(rows, noisy(ratioRow("HTTP sold-out, "+gen+" (requests/s)", "/s", hs.RPS, "raw EVALSHA sold-out", rs.RPS, ">", 1.0),
+				hs.OtherWorkPct, rs.OtherWorkPct))
 			if off := r.Case(caseNoLimits + suffix); off != nil {
-				rows = append(rows, ratioRow("HTTP sold-out with rate limits, "+gen+" (requests/s)", "/s", hs.RPS, "the same without limits", off.RPS, "", 0))
+				rows = append(rows, noisy(ratioRow("HTTP sold-out with rate limits, "+gen+" (requests/s)", "/s", hs.RPS, "the same without limits", off.RPS, "", 0),
+					hs.OtherWorkPct, off.OtherWorkPct))
 			}
 		}
 	}
@@ -89,7 +106,7 @@ func reserveRows(r *Report) []AllRow {
 			row.BaselineName, row.Baseline = "raw EVALSHA in-stock p99 (closed loop)", ri.P99MS
 			row.Ratio = f.P99MS / ri.P99MS
 		}
-		rows = append(rows, row)
+		rows = append(rows, noisy(row, f.OtherWorkPct))
 	}
 	return rows
 }
@@ -97,11 +114,13 @@ func reserveRows(r *Report) []AllRow {
 func orderRows(o *OrderReport) []AllRow {
 	var rows []AllRow
 	if o.CreateOrder != nil && o.PGBench != nil {
-		rows = append(rows, ratioRow("(b) CreateOrder (tx/s)", "/s", o.CreateOrder.PerS, "(a) pgbench, 4 statements", o.PGBench.PerS, ">=", 0.80))
+		rows = append(rows, noisy(ratioRow("(b) CreateOrder (tx/s)", "/s", o.CreateOrder.PerS, "(a) pgbench, 4 statements", o.PGBench.PerS, ">=", 0.80),
+			o.CreateOrder.CPU.OffPathPct, o.PGBench.CPU.OffPathPct))
 	}
 	if b := o.Broker; b != nil && b.ConsumeS > 0 {
-		rows = append(rows, AllRow{Leg: "broker: consume the backlog (msg/s)", Unit: "/s", Project: b.ConsumePS,
-			BaselineName: "broker: produce", Baseline: b.ProducePS, Ratio: b.ConsumePS / max(b.ProducePS, 1e-9)})
+		rows = append(rows, noisy(AllRow{Leg: "broker: consume the backlog (msg/s)", Unit: "/s", Project: b.ConsumePS,
+			BaselineName: "broker: produce", Baseline: b.ProducePS, Ratio: b.ConsumePS / max(b.ProducePS, 1e-9)},
+			b.Consume.OffPathPct, b.Produce.OffPathPct))
 	}
 	s := o.Sagas
 	if s == nil || s.DrainS <= 0 {
@@ -109,11 +128,11 @@ func orderRows(o *OrderReport) []AllRow {
 	}
 	p := o.Plain
 	if p != nil && p.DrainS > 0 {
-		rows = append(rows, ratioRow(fmt.Sprintf("(c) sagas/s, backlog of %d", s.Sagas), "/s", s.SagasPS,
-			"(d) plain workflows/s", p.SagasPS, ">=", SagaPlainTarget))
+		rows = append(rows, noisy(ratioRow(fmt.Sprintf("(c) sagas/s, backlog of %d", s.Sagas), "/s", s.SagasPS,
+			"(d) plain workflows/s", p.SagasPS, ">=", SagaPlainTarget), s.CPU.OffPathPct, p.CPU.OffPathPct))
 	} else {
-		rows = append(rows, AllRow{Leg: fmt.Sprintf("(c) sagas/s, backlog of %d", s.Sagas), Unit: "/s", Project: s.SagasPS,
-			Target: fmt.Sprintf(">= %.2f", SagaPlainTarget), Note: "no plain workflow leg: ratio not measured"})
+		rows = append(rows, noisy(AllRow{Leg: fmt.Sprintf("(c) sagas/s, backlog of %d", s.Sagas), Unit: "/s", Project: s.SagasPS,
+			Target: fmt.Sprintf(">= %.2f", SagaPlainTarget), Note: "no plain workflow leg: ratio not measured"}, s.CPU.OffPathPct))
 	}
 	drain := AllRow{Leg: fmt.Sprintf("(c) drain time of a %d backlog (s)", DrainBacklog), Unit: "s", Project: s.DrainS,
 		Target: fmt.Sprintf("<= %.0f", DrainTargetS)}
@@ -126,6 +145,10 @@ func orderRows(o *OrderReport) []AllRow {
 		drain.Ratio = drain.Project / drain.Baseline
 	}
 	drain.Met = met(drain.Project <= DrainTargetS)
+	drain = noisy(drain, s.CPU.OffPathPct)
+	if p != nil {
+		drain = noisy(drain, p.CPU.OffPathPct)
+	}
 	return append(rows, drain)
 }
 
@@ -141,7 +164,7 @@ func (r *AllReport) WriteText(w io.Writer, details bool) {
 	if r.Busy {
 		fmt.Fprintf(w, "BUSY: the machine had more than %.0f%% other work before a leg (--force): every figure is flagged\n", r.MaxBusy)
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "(busy) marks figures measured with more than %.0f%% of the machine used by work off the measured path\n\n", r.MaxBusy)
 	WriteAllTable(w, r.Rows)
 	if len(r.Failures) > 0 {
 		fmt.Fprintln(w)

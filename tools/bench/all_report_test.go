@@ -39,7 +39,7 @@ func rowNamed(t *testing.T, rows []AllRow, prefix string) AllRow {
 
 func TestAllRows(t *testing.T) {
 	r, o := sampleReports()
-	rows := AllRows(r, o, false)
+	rows := AllRows(r, o, false, 25)
 	for _, tc := range []struct {
 		leg   string
 		ratio float64
@@ -74,13 +74,20 @@ func TestAllRows(t *testing.T) {
 			t.Fatalf("row flagged busy: %+v", row)
 		}
 	}
+	// Off-path work above the limit during a leg flags the rows it feeds.
+	r.Cases[1].OtherWorkPct = 30 // raw EVALSHA sold-out
+	for _, row := range AllRows(r, o, false, 25) {
+		if want := strings.HasPrefix(row.Leg, "HTTP sold-out,"); row.Busy != want {
+			t.Errorf("%s: busy %v, want %v", row.Leg, row.Busy, want)
+		}
+	}
 }
 
 func TestAllRowsDrainMeasuredAndMissed(t *testing.T) {
 	_, o := sampleReports()
 	o.Sagas = &SagaLeg{Sagas: DrainBacklog, DrainS: 283, SagasPS: 35.3}
 	o.Plain = nil
-	rows := AllRows(nil, o, true)
+	rows := AllRows(nil, o, true, 25)
 	d := rowNamed(t, rows, "(c) drain time")
 	if d.Project != 283 || d.Note != "" || d.Met == nil || *d.Met || !d.Busy {
 		t.Errorf("drain row %+v", d)
@@ -93,7 +100,7 @@ func TestAllRowsDrainMeasuredAndMissed(t *testing.T) {
 func TestWriteAllTable(t *testing.T) {
 	r, o := sampleReports()
 	var buf bytes.Buffer
-	WriteAllTable(&buf, AllRows(r, o, true))
+	WriteAllTable(&buf, AllRows(r, o, true, 25))
 	out := buf.String()
 	flat := strings.Join(strings.Fields(out), " ")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
