@@ -26,7 +26,7 @@ Before the first leg, and before the order legs, (c) and (d), it samples /proc/s
 if other work (everything but this process) keeps the machine more than --max-busy busy
 (the stack idles at 5-10%), it waits up to --wait-idle (first leg) or --settle (later legs)
 and then refuses to measure, unless --force: then every figure is flagged "busy".
-A default run takes about 8 minutes. Progress goes to stderr, the table to stdout
+A default run takes about 6 minutes. Progress goes to stderr, the table to stdout
 (--json: everything, both full reports included; --details: both full reports as text).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
