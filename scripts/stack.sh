@@ -60,6 +60,7 @@ ensure_packages() {
   command -v java >/dev/null || want+=(openjdk-17-jre-headless)
   command -v mvn >/dev/null || want+=(maven)
   command -v curl >/dev/null || want+=(curl)
+  command -v wrk >/dev/null || want+=(wrk) # the bench's HTTP load generator (tools/bench/wrk.go)
   if [ ${#want[@]} -gt 0 ]; then apt_install "${want[@]}"; fi
   chromium_install
   schemathesis_install

@@ -12,6 +12,7 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Measure the hot path on this machine (docs/benchmarks.md)"}
 	cmd.AddCommand(newBenchReserveCmd())
 	cmd.AddCommand(newBenchOrderCmd())
+	cmd.AddCommand(newBenchAllCmd())
 	return cmd
 }
 
@@ -27,15 +28,20 @@ sold-out SKU, then measures in one run:
                                     every call a distinct random user (__rand_int__)
   HTTP in-stock / sold-out          an in-process gateway composed like "seckill api"
                                     (app/: real Reserver, Redis, RocketMQ producer) on a
-                                    free 127.0.0.1 port, driven by C keep-alive workers, N
-                                    requests, each a distinct user with its own token and
+                                    free 127.0.0.1 port, driven by C keep-alive connections
+                                    of wrk (its own process, tools/bench/wrk.lua) or of the
+                                    in-process Go load generator (--loadgen), N requests,
+                                    each a distinct user with its own token and
                                     Idempotency-Key; the rate limits on (set too high to
                                     trip, so every request is counted)
   HTTP sold-out (no limits)         the same on a second gateway without rate limits: the
                                     cost of the limits on the cheapest path
+  HTTP in-stock @ half peak         HTTP in-stock once more, paced at half the in-stock rate
+                                    just measured, for --fixed-rate-duration: p99 < 5 ms?
 
-and prints requests/s, reservations/s, p50/p99 latency, CPU per request and the
-HTTP/raw ratios against the targets (in-stock >= 0.60, sold-out > 1). In-stock
+and prints requests/s, reservations/s, p50/p90/p99 latency, CPU per request (with wrk
+the gateway's alone) and the HTTP/raw ratios against the targets (in-stock >= 0.60,
+sold-out > 1). In-stock
 HTTP reservations send real ORDER_CREATE_REQUESTED messages, by default to the
 topic seckill_bench_create that no saga starter reads (--topic). At the end the
 activity's Redis keys and PostgreSQL rows are deleted (--keep leaves them).
@@ -63,5 +69,8 @@ Progress goes to stderr; the report to stdout (--json for machine-readable).`,
 	f.BoolVar(&o.Keep, "keep", false, "keep the bench activity's Redis keys and PostgreSQL rows")
 	f.StringVar(&o.Topic, "topic", bench.Topic, "RocketMQ topic the in-process gateway sends ORDER_CREATE_REQUESTED to (seckill_order_create feeds the saga starter)")
 	f.DurationVar(&o.WaitIdle, "wait-idle", 0, "before starting, wait up to this long for the machine to be under 20% busy (shared machines)")
+	f.StringVar(&o.Loadgen, "loadgen", "", "load generator of the HTTP cases: wrk (its own process), go (in this process) or both (default: wrk when it is on PATH, else go)")
+	f.StringVar(&o.Wrk, "wrk", "wrk", "wrk executable")
+	f.DurationVar(&o.FixedRateDuration, "fixed-rate-duration", 20*time.Second, "length of the fixed-rate case (HTTP in-stock paced at half the peak in-stock rate, for its p99); 0 skips it")
 	return cmd
 }

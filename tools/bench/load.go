@@ -51,6 +51,10 @@ type Load struct {
 	// Progress, if set, is called about every ProgressEvery with the count done.
 	Progress      func(done int, elapsed time.Duration)
 	ProgressEvery time.Duration
+	// Rate, if positive, paces the load (requests per second): request i
+	// is sent no earlier than i/Rate after the start, by whichever worker is
+	// free (open loop while one is). Latency is still measured from the send.
+	Rate float64
 }
 
 // LoadResult is what a Load measured.
@@ -73,6 +77,7 @@ type loadRun struct {
 	done                []bool
 	next, finished, bad atomic.Int64
 	outs                []loadWorker
+	start               time.Time
 	stopOnce            sync.Once
 	stopped             string
 	cancel              context.CancelFunc
@@ -103,6 +108,7 @@ func (l Load) Run(ctx context.Context) LoadResult {
 		outs: make([]loadWorker, l.Concurrency), cancel: cancel}
 
 	start := time.Now()
+	r.start = start
 	var progressWG sync.WaitGroup
 	if l.Progress != nil && l.ProgressEvery > 0 {
 		progressWG.Add(1)
@@ -155,6 +161,9 @@ func (r *loadRun) work(ctx context.Context) loadWorker {
 		if i >= l.Requests || ctx.Err() != nil {
 			break
 		}
+		if l.Rate > 0 && !r.pace(ctx, i) {
+			break
+		}
 		req, err := http.NewRequestWithContext(ctx, l.Method, l.URL, nil)
 		if err != nil {
 			r.stop("build request: " + err.Error())
@@ -192,6 +201,22 @@ func (r *loadRun) work(ctx context.Context) loadWorker {
 		}
 	}
 	return o
+}
+
+// pace waits for request i's slot on the schedule; false if ctx ended.
+func (r *loadRun) pace(ctx context.Context, i int) bool {
+	wait := time.Until(r.start.Add(time.Duration(float64(i) / r.l.Rate * float64(time.Second))))
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // result merges the workers' counts and the answered requests' latencies.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -164,4 +165,76 @@ func busyBefore(ctx context.Context, cpus int, progress func(string, ...any)) fl
 	}
 	progress("machine busy before the run: %.0f%% of %d CPUs", before, cpus)
 	return before
+}
+
+// settleBusyPct is the share of the machine (%) other than this process
+// above which the machine counts as busy: the stack idles at 5-10% here
+// (docs/benchmarks.md), so more is someone else's work, or the stack still
+// catching up with the bench's last leg.
+const settleBusyPct = 25.0
+
+// BusySample is one ~2 s look at the machine between legs.
+type BusySample struct {
+	At         time.Time `json:"at"`
+	Before     string    `json:"before"`      // the leg that follows
+	MachinePct float64   `json:"machine_pct"` // busy share of all CPUs
+	// OtherPct is the busy share of all CPUs less this process (the
+	// bench's gateway and workers, idle between legs).
+	OtherPct float64 `json:"other_pct"`
+	// Top are the busiest other processes, "name NN%" of one core.
+	Top  []string `json:"top"`
+	Busy bool     `json:"busy"` // OtherPct above the threshold
+}
+
+// sampleBusy watches /proc/stat and every process for d.
+func sampleBusy(ctx context.Context, d time.Duration, threshold float64) (BusySample, error) {
+	s := BusySample{At: time.Now()}
+	b0, t0, err := ReadMachineCPU()
+	if err != nil {
+		return s, err
+	}
+	p0, self0 := ReadProcTicks(), SelfCPU()
+	select {
+	case <-ctx.Done():
+		return s, ctx.Err()
+	case <-time.After(d):
+	}
+	b1, t1, err := ReadMachineCPU()
+	if err != nil || t1 <= t0 {
+		return s, errors.Join(err, errors.New("no CPU time passed"))
+	}
+	p1, self1 := ReadProcTicks(), SelfCPU()
+	wall, ncpu := time.Since(s.At).Seconds(), float64(runtime.NumCPU())
+	s.MachinePct = 100 * float64(b1-b0) / float64(t1-t0)
+	s.OtherPct = max(0, s.MachinePct-100*(self1-self0)/(wall*ncpu))
+	delete(p0, os.Getpid())
+	delete(p1, os.Getpid())
+	for _, p := range ProcDelta(p0, p1) {
+		if len(s.Top) == 3 || 100*p.Seconds/wall < 1 {
+			break
+		}
+		s.Top = append(s.Top, fmt.Sprintf("%s %.0f%%", p.Name, 100*p.Seconds/wall))
+	}
+	s.Busy = s.OtherPct > threshold
+	return s, nil
+}
+
+// settle waits up to maxWait for the machine (less this process) to be at
+// most pct busy, sampling 2 s at a time; it returns the last share and
+// whether it got there.
+func settle(ctx context.Context, pct float64, maxWait time.Duration, progress func(string, ...any)) (float64, bool) {
+	deadline := time.Now().Add(maxWait)
+	for {
+		s, err := sampleBusy(ctx, 2*time.Second, pct)
+		if err != nil {
+			return 0, false
+		}
+		if !s.Busy {
+			return s.OtherPct, true
+		}
+		if time.Now().After(deadline) {
+			return s.OtherPct, false
+		}
+		progress("machine %.0f%% busy besides the bench (%s): waiting for it to settle", s.OtherPct, strings.Join(s.Top, ", "))
+	}
 }

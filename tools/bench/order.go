@@ -38,7 +38,16 @@ type OrderOptions struct {
 	WaitIdle    time.Duration
 	Keep        bool
 	BrokerAddr  string
+	// SkipPlain skips leg (d), the plain workflows (the baseline of (c)).
+	SkipPlain bool
+	// Between, if set, runs before legs (c) and (d) (`bench all` checks the
+	// machine is idle there); an error stops the run.
+	Between func(ctx context.Context, next string) error `json:"-"`
 }
+
+// CreateOrderTarget is the target of (b) CreateOrder / (a) pgbench (tx/s):
+// one order transaction as fast as the four-statement script on one hot SKU.
+const CreateOrderTarget = 1.00
 
 // SKUs of the order bench's activity (one hot SKU per leg).
 const (
@@ -52,6 +61,11 @@ const (
 	orderBuildRate = 8000
 	// orderStall fails a wait that sees no progress for this long.
 	orderStall = 2 * time.Minute
+	// Targets of leg (c): sagas/s at least 1.5x plain workflows/s (leg (d)),
+	// and a backlog of 10,000 reservations drained within 120 s.
+	SagaPlainTarget = 1.5
+	DrainBacklog    = 10_000
+	DrainTargetS    = 120.0
 )
 
 // orderEnv is what the legs share.
@@ -103,35 +117,45 @@ func (o OrderOptions) Validate() error {
 // RunOrder runs `seckill bench order` against the stack sys describes:
 // progress goes to stderr, the report to stdout.
 func RunOrder(ctx context.Context, sys config.Config, o OrderOptions, stdout, stderr io.Writer) error {
-	if err := o.Validate(); err != nil {
+	rep, err := OrderRun(ctx, sys, o, stderr)
+	if rep == nil {
 		return err
+	}
+	return writeReport(stdout, o.JSON, rep, rep.WriteText, &rep.Failures)
+}
+
+// OrderRun runs `seckill bench order` and returns its report; a failed leg
+// is in its Failures (nil report: the run could not start).
+func OrderRun(ctx context.Context, sys config.Config, o OrderOptions, stderr io.Writer) (*OrderReport, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
 	progress := progressTo(stderr, "bench order: ")
 	pgbPath, err := findPGBench(o.PGBench)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg := sys
 	if err := orderTargets(cfg, o); err != nil {
-		return err
+		return nil, err
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	var rb [4]byte
 	if _, err := rand.Read(rb[:]); err != nil {
-		return err
+		return nil, err
 	}
 	runID := hex.EncodeToString(rb[:])
 
 	dbName := "seckill_bench_" + runID
 	dsn, drop, err := scratchDatabase(ctx, cfg.PostgresDSN, dbName, o.Keep, progress)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer drop()
 	if _, err := migrations.Up(ctx, dsn); err != nil {
-		return fmt.Errorf("migrate %s: %w", dbName, err)
+		return nil, fmt.Errorf("migrate %s: %w", dbName, err)
 	}
 
 	// The bench's processes point at the scratch database and a task queue
@@ -145,13 +169,13 @@ func RunOrder(ctx context.Context, sys config.Config, o OrderOptions, stdout, st
 	tel := app.NewTelemetry()
 	conns, err := app.Open(ctx, cfg, "seckill-bench-order", true, quiet, tel)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer conns.Close()
 
 	e := &orderEnv{o: o, cfg: cfg, conns: conns, tel: tel, rdb: conns.Redis, dsn: dsn, runID: runID,
 		ncpu: runtime.NumCPU(), pgbench: pgbPath, quiet: quiet, progress: progress}
-	return e.runOn(ctx, dbName, stdout)
+	return e.runOn(ctx, dbName)
 }
 
 // orderTargets refuses a stack that is not on this machine.
@@ -198,22 +222,22 @@ func orderActivity(o OrderOptions, now time.Time) sale.Activity {
 }
 
 // runOn sets up the activity in the scratch database, runs the legs and
-// writes the report.
-func (e *orderEnv) runOn(ctx context.Context, dbName string, stdout io.Writer) error {
+// returns the report.
+func (e *orderEnv) runOn(ctx context.Context, dbName string) (*OrderReport, error) {
 	o, conns, progress := e.o, e.conns, e.progress
 	now := time.Now().UTC().Truncate(time.Second)
 	act := orderActivity(o, now)
 	activityID := act.ActivityID
 	e.activity = activityID
 	if _, err := sale.Setup(ctx, conns.Pool, conns.Redis, act); err != nil {
-		return fmt.Errorf("set up bench activity: %w", err)
+		return nil, fmt.Errorf("set up bench activity: %w", err)
 	}
 	// Keep every send-due scanner on this Redis away from the bench's SKUs
 	// (their send_due scores are a day ahead anyway).
 	members := []any{skuMember(activityID, orderSKUPGBench), skuMember(activityID, orderSKUCreate), skuMember(activityID, orderSKUSagas),
 		skuMember(activityID, orderSKUReplay)}
 	if err := conns.Redis.SRem(ctx, lua.ActiveSKUs, members...).Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if !o.Keep {
 		defer func() {
@@ -227,8 +251,9 @@ func (e *orderEnv) runOn(ctx context.Context, dbName string, stdout io.Writer) e
 		activityID, orderSKUPGBench, orderSKUReplay, orderSKUCreate, sale.MaxStock, orderSKUSagas, o.Sagas)
 
 	rep := &OrderReport{
-		Command: fmt.Sprintf("seckill bench order --concurrency %d --duration %s --sagas %d --starters %d%s",
-			o.Concurrency, o.Duration, o.Sagas, o.Starters, map[bool]string{true: " --skip-broker"}[o.SkipBroker]),
+		Command: fmt.Sprintf("seckill bench order --concurrency %d --duration %s --sagas %d --starters %d%s%s",
+			o.Concurrency, o.Duration, o.Sagas, o.Starters, map[bool]string{true: " --skip-broker"}[o.SkipBroker],
+			map[bool]string{true: " --skip-plain"}[o.SkipPlain]),
 		Started: now, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), MemGiB: memTotalGiB(),
 		PGBenchVersion: commandVersion(ctx, e.pgbench), Database: dbName, ActivityID: activityID,
 		TaskQueue: e.cfg.TemporalTaskQueue, Concurrency: o.Concurrency, DurationS: o.Duration.Seconds(),
@@ -242,7 +267,7 @@ func (e *orderEnv) runOn(ctx context.Context, dbName string, stdout io.Writer) e
 		rep.Failures = append(rep.Failures, runErr.Error())
 	}
 	e.ratios()
-	return writeReport(stdout, o.JSON, rep, rep.WriteText, &rep.Failures)
+	return rep, nil
 }
 
 func (e *orderEnv) run(ctx context.Context) error {
@@ -270,14 +295,35 @@ func (e *orderEnv) run(ctx context.Context) error {
 	} else {
 		e.report.Notes = append(e.report.Notes, "broker leg skipped (--skip-broker)")
 	}
-	return e.sagaLeg(ctx)
+	if e.o.Between != nil {
+		if err := e.o.Between(ctx, "(c) sagas"); err != nil {
+			return err
+		}
+	}
+	if err := e.sagaLeg(ctx); err != nil {
+		return err
+	}
+	if e.o.SkipPlain {
+		e.report.Notes = append(e.report.Notes, "plain workflow leg (d) skipped (--skip-plain)")
+		return nil
+	}
+	// The server deletes (c)'s sagas in the background: let it finish
+	// before (d) is measured on the same server.
+	if e.o.Between != nil {
+		if err := e.o.Between(ctx, "(d) plain workflows"); err != nil {
+			return err
+		}
+	} else if busy, ok := settle(ctx, settleBusyPct, time.Minute, e.progress); !ok {
+		e.report.Notes = append(e.report.Notes, fmt.Sprintf("(d) plain: the machine was still %.0f%% busy after (c)'s clean-up when (d) started", busy))
+	}
+	return e.plainLeg(ctx)
 }
 
 func (e *orderEnv) ratios() {
 	r := e.report
 	if r.PGBench != nil && r.CreateOrder != nil {
 		r.Ratios = append(r.Ratios, NewRatio("(b) CreateOrder / (a) pgbench 4 statements (tx/s)",
-			r.CreateOrder.PerS, r.PGBench.PerS, ">=", 1.00))
+			r.CreateOrder.PerS, r.PGBench.PerS, ">=", CreateOrderTarget))
 		if r.Replay != nil && r.Replay.PerS > 0 && r.PGBench.PerS > 0 {
 			r.Notes = append(r.Notes, fmt.Sprintf("for reference: (a') replay / (a) = %.2f (the transaction's shape); (b) / (a') = %.2f (the Go client's share)",
 				r.Replay.PerS/r.PGBench.PerS, r.CreateOrder.PerS/r.Replay.PerS))
@@ -295,6 +341,7 @@ func (e *orderEnv) ratios() {
 		r.Notes = append(r.Notes, fmt.Sprintf("broker consume %.0f msg/s vs sagas %.1f/s: the backlog drains at the saga rate; the broker is not the limit",
 			r.Broker.ConsumePS, r.Sagas.SagasPS))
 	}
+	e.sagaRatios()
 	type offPath struct {
 		name string
 		pct  float64
@@ -311,11 +358,33 @@ func (e *orderEnv) ratios() {
 	if r.Sagas != nil && r.Sagas.DrainS > 0 {
 		legs = append(legs, offPath{"(c) sagas", r.Sagas.CPU.OffPathPct})
 	}
+	if r.Plain != nil && r.Plain.DrainS > 0 {
+		legs = append(legs, offPath{"(d) plain workflows", r.Plain.CPU.OffPathPct})
+	}
 	for _, l := range legs {
 		if l.pct >= 10 {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: off-path work used %.0f%% of the machine during the leg; its figures are understated", l.name, l.pct))
 		}
 	}
+}
+
+// sagaRatios adds (c) against (d) and the drain time of a 10,000 backlog,
+// extrapolated from (c)'s rate when the run's backlog was another size.
+func (e *orderEnv) sagaRatios() {
+	r := e.report
+	s := r.Sagas
+	if s == nil || s.DrainS <= 0 {
+		return
+	}
+	if p := r.Plain; p != nil && p.DrainS > 0 {
+		r.Ratios = append(r.Ratios, NewRatio("(c) sagas/s / (d) plain workflows/s (same server, same run)", s.SagasPS, p.SagasPS, ">=", SagaPlainTarget))
+	}
+	drain, name := s.DrainS, fmt.Sprintf("(c) drain time of a %d backlog (s)", DrainBacklog)
+	if s.Sagas != DrainBacklog {
+		drain = DrainBacklog / s.SagasPS
+		name = fmt.Sprintf("(c) drain time of a %d backlog (s), extrapolated from %d at %.1f/s", DrainBacklog, s.Sagas, s.SagasPS)
+	}
+	r.Ratios = append(r.Ratios, Ratio{Name: name, Value: drain, Op: "<=", Target: DrainTargetS, Met: drain <= DrainTargetS})
 }
 
 func randInt63n(n int64) int64 {

@@ -94,9 +94,12 @@ type OrderReport struct {
 	CreateOrder    *OrderLeg  `json:"create_order,omitempty"`
 	Broker         *BrokerLeg `json:"broker,omitempty"`
 	Sagas          *SagaLeg   `json:"sagas,omitempty"`
-	Ratios         []Ratio    `json:"ratios"`
-	Notes          []string   `json:"notes,omitempty"`
-	Failures       []string   `json:"failures,omitempty"`
+	// Plain is leg (d), the baseline of (c): plain workflows of the saga's
+	// shape (plain.go); its CreatedS is when every row was inserted.
+	Plain    *SagaLeg `json:"plain_workflows,omitempty"`
+	Ratios   []Ratio  `json:"ratios"`
+	Notes    []string `json:"notes,omitempty"`
+	Failures []string `json:"failures,omitempty"`
 }
 
 // WriteText prints the report as tables.
@@ -140,6 +143,10 @@ func (r *OrderReport) writeLegs(w io.Writer) {
 		rows = append(rows, row{name: "(c) sagas: start (starter code)", ops: int64(s.Sagas), conc: s.Starters, elapsed: s.StartS, perS: s.StartsPS},
 			row{name: "(c) sagas: drain (created+projected)", ops: int64(s.Sagas), conc: s.Starters, elapsed: s.DrainS, perS: s.SagasPS})
 	}
+	if s := r.Plain; s != nil && s.DrainS > 0 {
+		rows = append(rows, row{name: "(d) plain workflows: start", ops: int64(s.Sagas), conc: s.Starters, elapsed: s.StartS, perS: s.StartsPS},
+			row{name: "(d) plain workflows: drain", ops: int64(s.Sagas), conc: s.Starters, elapsed: s.DrainS, perS: s.SagasPS})
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "leg\tops\tconc\telapsed s\tops/s\tp50 ms\tp99 ms\tmean ms\t")
 	for _, x := range rows {
@@ -169,6 +176,9 @@ func (r *OrderReport) writeOutcomes(w io.Writer) {
 	if s := r.Sagas; s != nil {
 		fmt.Fprintf(w, "  (c) sagas: %s\n", s.Outcome)
 	}
+	if s := r.Plain; s != nil {
+		fmt.Fprintf(w, "  (d) plain workflows: %s\n", s.Outcome)
+	}
 	fmt.Fprintln(w)
 
 }
@@ -192,6 +202,9 @@ func (r *OrderReport) writeCPU(w io.Writer) {
 	}
 	if s := r.Sagas; s != nil {
 		cpus = append(cpus, cpuRow{"(c) sagas (start + drain)", s.CPU})
+	}
+	if s := r.Plain; s != nil && s.DrainS > 0 {
+		cpus = append(cpus, cpuRow{"(d) plain workflows (start + drain)", s.CPU})
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "leg\tmachine busy\tµs/op\toff-path\t")
@@ -226,6 +239,10 @@ func (r *OrderReport) writeRatios(w io.Writer) {
 	writeRatioTable(w, r.Ratios)
 	if s := r.Sagas; s != nil && s.DrainS > 0 {
 		fmt.Fprintf(w, "sagas/s end to end from a backlog of %d reservations: %.1f (steady 10%%-90%%: %.1f); drain time %.1f s\n",
+			s.Sagas, s.SagasPS, s.SteadyPS, s.DrainS)
+	}
+	if s := r.Plain; s != nil && s.DrainS > 0 {
+		fmt.Fprintf(w, "plain workflows/s from a backlog of %d: %.1f (steady 10%%-90%%: %.1f); drain time %.1f s\n",
 			s.Sagas, s.SagasPS, s.SteadyPS, s.DrainS)
 	}
 	for _, n := range r.Notes {

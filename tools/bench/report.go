@@ -11,9 +11,14 @@ import (
 
 // Case is one measured phase.
 type Case struct {
-	Name        string  `json:"name"`  // e.g. "raw EVALSHA in-stock"
-	Path        string  `json:"path"`  // "raw" (redis-benchmark EVALSHA) or "http" (gateway)
-	Stock       string  `json:"stock"` // "in-stock" or "sold-out"
+	Name  string `json:"name"`  // e.g. "raw EVALSHA in-stock"
+	Path  string `json:"path"`  // "raw" (redis-benchmark EVALSHA) or "http" (gateway)
+	Stock string `json:"stock"` // "in-stock" or "sold-out"
+	// Loadgen drove the case: "redis-benchmark", "wrk" or "go" (the
+	// in-process Go load generator).
+	Loadgen string `json:"loadgen"`
+	// TargetRPS is the pace of a fixed-rate case (0: closed loop).
+	TargetRPS   float64 `json:"target_rps,omitempty"`
 	Requests    int     `json:"requests"`
 	Concurrency int     `json:"concurrency"`
 	ElapsedS    float64 `json:"elapsed_s"`
@@ -24,10 +29,16 @@ type Case struct {
 	Reservations    int64   `json:"reservations"`
 	ReservationsPS  float64 `json:"reservations_per_s"`
 	P50MS           float64 `json:"p50_ms"`
+	P90MS           float64 `json:"p90_ms,omitempty"`
 	P99MS           float64 `json:"p99_ms"`
+	MaxMS           float64 `json:"max_ms,omitempty"`
 	LatencyMeasured bool    `json:"latency_measured"`
 	Outcome         string  `json:"outcome"`
 	CPU             CPUCost `json:"cpu"`
+	// GatewayUS is the in-process gateway's CPU per request (µs of one
+	// core) when an external load generator (wrk) drives it: then this
+	// process runs the gateway alone.
+	GatewayUS float64 `json:"gateway_us_per_req,omitempty"`
 	// TopProcesses are the processes that used the most CPU during the
 	// case, in µs of one core per request.
 	TopProcesses []ProcCost `json:"top_processes"`
@@ -61,8 +72,10 @@ func TopProcs(d []ProcCPU, n, k int) []ProcCost {
 // the machine was.
 type CPUCost struct {
 	RedisUS       float64 `json:"redis_server_us_per_req"`
-	ClientUS      float64 `json:"client_us_per_req"` // redis-benchmark, or gateway + load generator (one process)
-	RestUS        float64 `json:"rest_us_per_req"`   // every other process and the kernel (RocketMQ broker, ...)
+	ClientUS      float64 `json:"client_us_per_req"`        // redis-benchmark, or the gateway and its load generator
+	SelfUS        float64 `json:"bench_process_us_per_req"` // this process: the gateway (and the Go load generator when it drives)
+	ChildUS       float64 `json:"child_us_per_req"`         // redis-benchmark or wrk
+	RestUS        float64 `json:"rest_us_per_req"`          // every other process and the kernel (RocketMQ broker, ...)
 	MachineUS     float64 `json:"machine_us_per_req"`
 	MachineBusyPc float64 `json:"machine_busy_pct"` // of all CPUs
 }
@@ -73,7 +86,8 @@ func Cost(u CPUUse, n int, ncpu int) CPUCost {
 		return CPUCost{}
 	}
 	us := func(s float64) float64 { return s * 1e6 / float64(n) }
-	c := CPUCost{RedisUS: us(u.Redis), ClientUS: us(u.Self + u.Child), RestUS: us(u.Rest()), MachineUS: us(u.Machine)}
+	c := CPUCost{RedisUS: us(u.Redis), ClientUS: us(u.Self + u.Child), SelfUS: us(u.Self), ChildUS: us(u.Child),
+		RestUS: us(u.Rest()), MachineUS: us(u.Machine)}
 	if u.Wall > 0 && ncpu > 0 {
 		c.MachineBusyPc = 100 * u.Machine / (u.Wall.Seconds() * float64(ncpu))
 	}
@@ -84,7 +98,7 @@ func Cost(u CPUUse, n int, ncpu int) CPUCost {
 type Ratio struct {
 	Name   string  `json:"name"`
 	Value  float64 `json:"value"`
-	Op     string  `json:"op"` // ">=" or ">"
+	Op     string  `json:"op"` // ">=", ">", "<" or "<="
 	Target float64 `json:"target"`
 	Met    bool    `json:"met"`
 }
@@ -100,6 +114,10 @@ func NewRatio(name string, num, den float64, op string, target float64) Ratio {
 		r.Met = den > 0 && r.Value >= target
 	case ">":
 		r.Met = den > 0 && r.Value > target
+	case "<":
+		r.Met = den > 0 && r.Value < target
+	case "<=":
+		r.Met = den > 0 && r.Value <= target
 	}
 	return r
 }
@@ -117,6 +135,9 @@ type Report struct {
 	Requests       int       `json:"requests"`
 	Concurrency    int       `json:"concurrency"`
 	Warmup         int       `json:"warmup"`
+	// Loadgens drove the HTTP cases, the first the main one ("wrk", "go").
+	Loadgens []string `json:"loadgens"`
+	Wrk      string   `json:"wrk,omitempty"` // wrk's version line
 	// BusyBeforePct is how busy the machine was (% of all CPUs) in the second
 	// before the first case: other work that will compete with the bench.
 	BusyBeforePct float64  `json:"busy_before_pct"`
@@ -145,40 +166,28 @@ func (r *Report) WriteText(w io.Writer) {
 		r.ActivityID, r.Requests, r.Warmup, r.BusyBeforePct)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\trequests\tconc\treq/s\treservations/s\tp50 ms\tp99 ms\t")
+	fmt.Fprintln(tw, "case\tloadgen\trequests\tconc\treq/s\treservations/s\tp50 ms\tp90 ms\tp99 ms\t")
 	for _, c := range r.Cases {
-		p50, p99 := "n/a", "n/a"
+		p50, p90, p99 := "n/a", "n/a", "n/a"
 		if c.LatencyMeasured {
 			p50, p99 = fmt.Sprintf("%.3f", c.P50MS), fmt.Sprintf("%.3f", c.P99MS)
+			if c.P90MS > 0 {
+				p90 = fmt.Sprintf("%.3f", c.P90MS)
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%s\t%s\t\n", c.Name, c.Requests, c.Concurrency, c.RPS, c.ReservationsPS, p50, p99)
+		gen := c.Loadgen
+		if c.TargetRPS > 0 {
+			gen += fmt.Sprintf(" @%.0f/s", c.TargetRPS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.0f\t%s\t%s\t%s\t\n", c.Name, gen, c.Requests, c.Concurrency, c.RPS, c.ReservationsPS, p50, p90, p99)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)
 	for _, c := range r.Cases {
-		fmt.Fprintf(w, "  %-22s %s\n", c.Name+":", c.Outcome)
+		fmt.Fprintf(w, "  %-26s %s\n", c.Name+":", c.Outcome)
 	}
 	fmt.Fprintln(w)
-
-	fmt.Fprintln(w, "CPU per request, µs of one core. client = redis-benchmark, or this process (in-process gateway +")
-	fmt.Fprintln(w, "load generator); rest = all other processes and the kernel (RocketMQ broker, ...); off-path = share of")
-	fmt.Fprintln(w, "the machine used by processes not on the measured path (other people's work: noise):")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tredis-server\tclient\trest\ttotal\tmachine busy\toff-path\t")
-	for _, c := range r.Cases {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\t\n", c.Name, c.CPU.RedisUS, c.CPU.ClientUS, c.CPU.RestUS,
-			c.CPU.MachineUS, c.CPU.MachineBusyPc, c.OtherWorkPct)
-	}
-	_ = tw.Flush()
-	for _, c := range r.Cases {
-		parts := make([]string, 0, len(c.TopProcesses))
-		for _, p := range c.TopProcesses {
-			parts = append(parts, fmt.Sprintf("%s %.1f", p.Name, p.US))
-		}
-		fmt.Fprintf(w, "  %-22s top processes (µs/req): %s\n", c.Name+":", strings.Join(parts, ", "))
-	}
-	fmt.Fprintln(w)
-
+	r.writeCPU(w)
 	writeRatioTable(w, r.Ratios)
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
@@ -190,6 +199,29 @@ func (r *Report) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  - %s\n", f)
 		}
 	}
+}
+
+// writeCPU prints where the CPU went per request in each case.
+func (r *Report) writeCPU(w io.Writer) {
+	fmt.Fprintln(w, "CPU per request, µs of one core. bench = this process: the in-process gateway, and the Go load")
+	fmt.Fprintln(w, "generator when it drives (with wrk: the gateway alone); child = redis-benchmark or wrk; rest = all")
+	fmt.Fprintln(w, "other processes and the kernel (RocketMQ broker, ...); off-path = share of the machine used by")
+	fmt.Fprintln(w, "processes not on the measured path (other people's work: noise):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\tredis-server\tbench\tchild\trest\ttotal\tmachine busy\toff-path\t")
+	for _, c := range r.Cases {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\t\n", c.Name, c.CPU.RedisUS, c.CPU.SelfUS, c.CPU.ChildUS,
+			c.CPU.RestUS, c.CPU.MachineUS, c.CPU.MachineBusyPc, c.OtherWorkPct)
+	}
+	_ = tw.Flush()
+	for _, c := range r.Cases {
+		parts := make([]string, 0, len(c.TopProcesses))
+		for _, p := range c.TopProcesses {
+			parts = append(parts, fmt.Sprintf("%s %.1f", p.Name, p.US))
+		}
+		fmt.Fprintf(w, "  %-26s top processes (µs/req): %s\n", c.Name+":", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
 }
 
 // MS converts a duration to milliseconds.
@@ -228,7 +260,7 @@ func writeRatioTable(w io.Writer, ratios []Ratio) {
 		verdict := "yes"
 		if !q.Met {
 			verdict = "NO"
-			if q.Target > 0 && q.Value > 0 {
+			if q.Target > 0 && q.Value > 0 && strings.HasPrefix(q.Op, ">") {
 				verdict += fmt.Sprintf(" (%.0f%% of the target)", 100*q.Value/q.Target)
 			}
 		}

@@ -32,7 +32,24 @@ type ReserveOptions struct {
 	Keep                          bool
 	WaitIdle                      time.Duration
 	Topic                         string
+	// Loadgen drives the HTTP cases: LoadGenWrk, LoadGenGo or LoadGenBoth
+	// ("": wrk when it is on PATH, else go).
+	Loadgen string
+	Wrk     string // the wrk executable ("": wrk on PATH)
+	// FixedRateDuration is the length of the fixed-rate case: HTTP in-stock
+	// paced at half the peak in-stock rate, for its latency (0: no such case).
+	FixedRateDuration time.Duration
 }
+
+// Load generators of the HTTP cases (--loadgen).
+const (
+	loadGenWrk  = "wrk"  // wrk, the C load generator, in its own process (wrk.go)
+	loadGenGo   = "go"   // the in-process Go load generator (load.go)
+	LoadGenBoth = "both" // every HTTP case twice: wrk, then go
+	// LoadGenWrk and LoadGenGo name them for callers.
+	LoadGenWrk = loadGenWrk
+	LoadGenGo  = loadGenGo
+)
 
 // Limits that keep one run bounded on a small machine.
 const (
@@ -54,6 +71,8 @@ const (
 	benchSKURaw     int64 = 1 // in-stock, driven by redis-benchmark only
 	benchSKUHTTP    int64 = 2 // in-stock, driven through the gateway only
 	benchSKUSoldOut int64 = 3 // stock 0, both paths
+	benchSKUHTTPGo  int64 = 4 // in-stock, the second load generator of --loadgen both
+	benchSKUFixed   int64 = 5 // in-stock, the fixed-rate case
 )
 
 // benchEnv is what the phases share.
@@ -68,6 +87,8 @@ type benchEnv struct {
 	gw, gwOff *benchGateway
 	client    *http.Client
 	bearer    []string // bearer[i] is "Bearer <token of user i+1>"
+	gens      []string // load generators of the HTTP cases, the main one first
+	wrk       string   // the wrk executable, if found
 	progress  func(format string, args ...any)
 	report    *Report
 }
@@ -75,8 +96,8 @@ type benchEnv struct {
 // Validate checks the options' bounds.
 func (o ReserveOptions) Validate() error {
 	switch {
-	case o.Requests < 1000 || o.Requests > benchMaxRequests:
-		return fmt.Errorf("--requests must be between 1000 and %d", benchMaxRequests)
+	case o.Requests < 100 || o.Requests > benchMaxRequests:
+		return fmt.Errorf("--requests must be between 100 and %d", benchMaxRequests)
 	case o.Concurrency < 1 || o.Concurrency > benchMaxConcurrency || o.Concurrency > o.Requests:
 		return fmt.Errorf("--concurrency must be between 1 and %d and at most --requests", benchMaxConcurrency)
 	case o.Warmup < 0 || o.Warmup > o.Requests:
@@ -85,20 +106,64 @@ func (o ReserveOptions) Validate() error {
 		return errors.New("--timeout must be positive and at most 30m")
 	case o.WaitIdle < 0 || o.WaitIdle >= o.Timeout:
 		return errors.New("--wait-idle must be at least 0 and below --timeout")
+	case o.Loadgen != "" && o.Loadgen != loadGenWrk && o.Loadgen != loadGenGo && o.Loadgen != LoadGenBoth:
+		return errors.New("--loadgen must be wrk, go or both")
+	case o.FixedRateDuration < 0 || o.FixedRateDuration > 10*time.Minute:
+		return errors.New("--fixed-rate-duration must be between 0 and 10m")
 	}
 	return nil
+}
+
+// loadgens resolves --loadgen: the load generators of the HTTP cases, the
+// main one first, and the wrk executable if one is needed.
+func (o ReserveOptions) loadgens() ([]string, string, error) {
+	name := o.Wrk
+	if name == "" {
+		name = "wrk"
+	}
+	path, lookErr := exec.LookPath(name)
+	switch o.Loadgen {
+	case "":
+		if lookErr == nil {
+			return []string{loadGenWrk}, path, nil
+		}
+		return []string{loadGenGo}, "", nil
+	case loadGenGo:
+		return []string{loadGenGo}, "", nil
+	}
+	if lookErr != nil {
+		return nil, "", fmt.Errorf("--loadgen %s: wrk not found (--wrk; `scripts/stack.sh up` installs the Debian package wrk): %w", o.Loadgen, lookErr)
+	}
+	if o.Loadgen == LoadGenBoth {
+		return []string{loadGenWrk, loadGenGo}, path, nil
+	}
+	return []string{loadGenWrk}, path, nil
 }
 
 // RunReserve runs `seckill bench reserve` against the stack sys describes:
 // progress goes to stderr, the report to stdout.
 func RunReserve(ctx context.Context, sys config.Config, o ReserveOptions, stdout, stderr io.Writer) error {
-	if err := o.Validate(); err != nil {
+	rep, err := ReserveReport(ctx, sys, o, stderr)
+	if rep == nil {
 		return err
+	}
+	return writeReport(stdout, o.JSON, rep, rep.WriteText, &rep.Failures)
+}
+
+// ReserveReport runs `seckill bench reserve` and returns its report; a
+// failed case is in its Failures (nil report: the run could not start).
+func ReserveReport(ctx context.Context, sys config.Config, o ReserveOptions, stderr io.Writer) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
 	progress := progressTo(stderr, "bench: ")
 	rb, err := reserveTargets(sys, o)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	gens, wrkPath, err := o.loadgens()
+	if err != nil {
+		return nil, err
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
@@ -111,7 +176,7 @@ func RunReserve(ctx context.Context, sys config.Config, o ReserveOptions, stdout
 	gwLog := logx.New(stderr, "warn")
 	conns, err := app.Open(ctx, cfg, "seckill-bench-gateway", false, gwLog, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer conns.Close()
 
@@ -119,10 +184,11 @@ func RunReserve(ctx context.Context, sys config.Config, o ReserveOptions, stdout
 	// check it with one probe message (nobody reads the bench topic).
 	if o.Topic == Topic {
 		if err := probeTopic(ctx, conns.Producer, o.Topic, 10*time.Second); err != nil {
-			return fmt.Errorf("RocketMQ topic %s: %w (start the stack with `make up`, which creates it, or pass --topic)", o.Topic, err)
+			return nil, fmt.Errorf("RocketMQ topic %s: %w (start the stack with `make up`, which creates it, or pass --topic)", o.Topic, err)
 		}
 	}
-	return runReserveOn(ctx, cfg, conns, o, rb, gwLog, stdout, progress)
+	e := &benchEnv{o: o, rb: rb, gens: gens, wrk: wrkPath, ncpu: runtime.NumCPU(), progress: progress}
+	return e.runOn(ctx, cfg, conns, gwLog)
 }
 
 // reserveTargets finds redis-benchmark and refuses a stack that is not on
@@ -146,41 +212,51 @@ func reserveTargets(sys config.Config, o ReserveOptions) (RedisBenchmark, error)
 }
 
 // reserveActivity is the bench activity: a random id far above hand-made
-// ones, an in-stock SKU for each path and a sold-out SKU.
-func reserveActivity(o ReserveOptions, now time.Time) sale.Activity {
+// ones, an in-stock SKU for each path (and each load generator, and the
+// fixed-rate case) and a sold-out SKU.
+func reserveActivity(o ReserveOptions, gens []string, now time.Time) sale.Activity {
 	activityID := int64(900_000_000_000_000_000) + rand.Int64N(99_999_999_999_999_999) // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id
-	return sale.Activity{
+	httpStock := int64(o.Requests+o.Warmup) + 1000
+	a := sale.Activity{
 		ActivityID: activityID, Name: "seckill bench reserve " + now.Format(time.RFC3339),
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
 		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 600,
 		SKUs: []sale.SKU{
 			{SKUID: benchSKURaw, Stock: int64(o.Requests) + 1000},
-			{SKUID: benchSKUHTTP, Stock: int64(o.Requests+o.Warmup) + 1000},
+			{SKUID: benchSKUHTTP, Stock: httpStock},
 			{SKUID: benchSKUSoldOut, Stock: 0},
 		},
 	}
+	if len(gens) > 1 {
+		a.SKUs = append(a.SKUs, sale.SKU{SKUID: benchSKUHTTPGo, Stock: httpStock})
+	}
+	if o.FixedRateDuration > 0 {
+		a.SKUs = append(a.SKUs, sale.SKU{SKUID: benchSKUFixed, Stock: httpStock})
+	}
+	return a
 }
 
-// runReserveOn sets up the bench activity and the gateways on the opened
-// connections, runs the cases and writes the report.
-func runReserveOn(ctx context.Context, cfg config.Config, conns *app.Conns, o ReserveOptions, rb RedisBenchmark,
-	gwLog *slog.Logger, stdout io.Writer, progress func(string, ...any)) error {
+// runOn sets up the bench activity and the gateways on the opened
+// connections, runs the cases and returns the report.
+func (e *benchEnv) runOn(ctx context.Context, cfg config.Config, conns *app.Conns, gwLog *slog.Logger) (*Report, error) {
+	o, progress := e.o, e.progress
 	pool, rdb := conns.Pool, conns.Redis
 	d, err := app.Deriver(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	authn, err := app.Authenticator(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	act := reserveActivity(o, now)
+	act := reserveActivity(o, e.gens, now)
 	activityID := act.ActivityID
-	progress("activity %d: setting up SKUs %d (raw in-stock, stock %d), %d (HTTP in-stock, stock %d), %d (sold out)",
-		activityID, benchSKURaw, act.SKUs[0].Stock, benchSKUHTTP, act.SKUs[1].Stock, benchSKUSoldOut)
+	progress("activity %d: setting up SKUs %d (raw in-stock, stock %d), %d (HTTP in-stock, stock %d), %d (sold out)%s",
+		activityID, benchSKURaw, act.SKUs[0].Stock, benchSKUHTTP, act.SKUs[1].Stock, benchSKUSoldOut,
+		map[bool]string{true: fmt.Sprintf(" and %d more in-stock (second load generator, fixed rate)", len(act.SKUs)-3)}[len(act.SKUs) > 3])
 	if _, err := sale.Setup(ctx, pool, rdb, act); err != nil {
-		return fmt.Errorf("set up bench activity: %w", err)
+		return nil, fmt.Errorf("set up bench activity: %w", err)
 	}
 	if !o.Keep {
 		defer func() {
@@ -193,40 +269,47 @@ func runReserveOn(ctx context.Context, cfg config.Config, conns *app.Conns, o Re
 	// The raw SKU never meets the gateway: keep the send-due scanner off it
 	// (its send_due scores are a day ahead anyway).
 	if err := rdb.SRem(ctx, lua.ActiveSKUs, skuMember(activityID, benchSKURaw)).Err(); err != nil {
-		return err
+		return nil, err
 	}
 	gw, gwOff, err := startGateways(ctx, cfg, conns, gwLog, progress)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer gw.stop(ctx)
 	defer gwOff.stop(ctx)
 	bearer, err := mintBearers(authn, o.Warmup+o.Requests, progress)
 	if err != nil {
-		return err
+		return nil, err
 	}
-
-	rep := &Report{
-		Command: fmt.Sprintf("seckill bench reserve --requests %d --concurrency %d --warmup %d --topic %s",
-			o.Requests, o.Concurrency, o.Warmup, o.Topic),
-		Started: now, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), MemGiB: memTotalGiB(),
-		RedisBenchmark: Version(ctx, rb.Path), ActivityID: activityID,
-		Requests: o.Requests, Concurrency: o.Concurrency, Warmup: o.Warmup,
-	}
+	rep := e.newReport(ctx, now, activityID)
 	waitForIdle(ctx, o.WaitIdle, progress)
 	rep.BusyBeforePct = busyBefore(ctx, rep.CPUs, progress)
 	if info, err := rdb.InfoMap(ctx, "server").Result(); err == nil {
 		rep.RedisVersion = info["Server"]["redis_version"]
 	}
-	e := &benchEnv{o: o, rdb: rdb, activity: activityID, keyVer: d.CurrentVersion(), ncpu: runtime.NumCPU(), rb: rb,
-		gw: gw, gwOff: gwOff, client: NewClient(o.Concurrency, 10*time.Second), bearer: bearer, progress: progress, report: rep}
+	e.rdb, e.activity, e.keyVer, e.gw, e.gwOff, e.bearer, e.report = rdb, activityID, d.CurrentVersion(), gw, gwOff, bearer, rep
+	e.client = NewClient(o.Concurrency, 10*time.Second)
 	defer e.client.CloseIdleConnections()
 
 	if runErr := e.runPhases(ctx); runErr != nil {
 		rep.Failures = append(rep.Failures, runErr.Error())
 	}
 	e.ratios()
-	return writeReport(stdout, o.JSON, rep, rep.WriteText, &rep.Failures)
+	return rep, nil
+}
+
+// newReport starts the run's report: its command line and the machine.
+func (e *benchEnv) newReport(ctx context.Context, now time.Time, activityID int64) *Report {
+	o := e.o
+	cmd := fmt.Sprintf("seckill bench reserve --requests %d --concurrency %d --warmup %d --topic %s --loadgen %s --fixed-rate-duration %s",
+		o.Requests, o.Concurrency, o.Warmup, o.Topic, map[bool]string{true: LoadGenBoth, false: e.gens[0]}[len(e.gens) > 1], o.FixedRateDuration)
+	rep := &Report{Command: cmd, Started: now, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), MemGiB: memTotalGiB(),
+		RedisBenchmark: Version(ctx, e.rb.Path), ActivityID: activityID,
+		Requests: o.Requests, Concurrency: o.Concurrency, Warmup: o.Warmup, Loadgens: e.gens}
+	if e.wrk != "" {
+		rep.Wrk = wrkVersion(ctx, e.wrk)
+	}
+	return rep
 }
 
 // mintBearers mints the tokens of users 1..n ("Bearer <token>").
@@ -241,52 +324,4 @@ func mintBearers(authn *auth.Authenticator, n int, progress func(string, ...any)
 		bearer[i] = "Bearer " + tok
 	}
 	return bearer, nil
-}
-
-func (e *benchEnv) runPhases(ctx context.Context) error {
-	if err := e.raw(ctx, "in-stock", benchSKURaw); err != nil {
-		return err
-	}
-	if err := e.raw(ctx, "sold-out", benchSKUSoldOut); err != nil {
-		return err
-	}
-	if err := e.http(ctx, e.gw, "in-stock", benchSKUHTTP); err != nil {
-		return err
-	}
-	if err := e.http(ctx, e.gw, "sold-out", benchSKUSoldOut); err != nil {
-		return err
-	}
-	return e.http(ctx, e.gwOff, "sold-out", benchSKUSoldOut)
-}
-
-// ratios adds the HTTP/raw throughput ratios and their targets.
-func (e *benchEnv) ratios() {
-	r := e.report
-	ri, rs := r.Case("raw EVALSHA in-stock"), r.Case("raw EVALSHA sold-out")
-	hi, hs := r.Case("HTTP in-stock"), r.Case("HTTP sold-out")
-	if ri != nil && hi != nil {
-		r.Ratios = append(r.Ratios, NewRatio("HTTP in-stock / raw EVALSHA in-stock (reservations/s)",
-			hi.ReservationsPS, ri.ReservationsPS, ">=", 0.60))
-	}
-	for _, c := range r.Cases {
-		if c.OtherWorkPct >= 10 {
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: off-path work used %.0f%% of the machine during the case; its figures are understated",
-				c.Name, c.OtherWorkPct))
-		}
-	}
-	if off := r.Case("HTTP sold-out (no limits)"); hs != nil && off != nil && off.RPS > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("the rate limits' cost on the cheapest path: HTTP sold-out with limits / without = %.2f (requests/s), p50 %.3f vs %.3f ms",
-			hs.RPS/off.RPS, hs.P50MS, off.P50MS))
-	}
-	if rs != nil && hs != nil {
-		r.Ratios = append(r.Ratios, NewRatio("HTTP sold-out / raw EVALSHA sold-out (requests/s)",
-			hs.RPS, rs.RPS, ">", 1.0))
-		if ri != nil && ri.RPS > 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("for reference, HTTP sold-out / raw EVALSHA in-stock (requests/s) = %.2f", hs.RPS/ri.RPS))
-		}
-		if hs.P50MS > 0 && rs.P50MS > 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("sold-out p50: HTTP %.3f ms vs raw EVALSHA %.3f ms (%s)",
-				hs.P50MS, rs.P50MS, map[bool]string{true: "HTTP faster", false: "raw faster"}[hs.P50MS < rs.P50MS]))
-		}
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/pprof"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +50,35 @@ type benchGateway struct {
 	base, label string // label names the case's variant ("" or " (no limits)")
 	reg         *prometheus.Registry
 	srv         *http.Server
+	win         serveWindow
+}
+
+// serveWindow counts the answers a gateway wrote and when: the first
+// request's arrival and the last answer's end since the last reset. With an
+// external load generator it is the case's elapsed time.
+type serveWindow struct {
+	served      atomic.Int64
+	first, last atomic.Int64 // UnixNano; 0: none since the reset
+}
+
+func (w *serveWindow) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.first.CompareAndSwap(0, time.Now().UnixNano())
+		h.ServeHTTP(rw, r)
+		w.last.Store(time.Now().UnixNano())
+		w.served.Add(1)
+	})
+}
+
+func (w *serveWindow) reset() { w.first.Store(0); w.last.Store(0) }
+
+// elapsed is the first request's arrival to the last answer's end.
+func (w *serveWindow) elapsed() time.Duration {
+	f, l := w.first.Load(), w.last.Load()
+	if f == 0 || l < f {
+		return 0
+	}
+	return time.Duration(l - f)
 }
 
 func startBenchGateway(ctx context.Context, cfg config.Config, conns *app.Conns, tel *app.Telemetry, log *slog.Logger) (*benchGateway, error) {
@@ -60,7 +90,8 @@ func startBenchGateway(ctx context.Context, cfg config.Config, conns *app.Conns,
 	if err != nil {
 		return nil, err
 	}
-	g := &benchGateway{base: "http://" + ln.Addr().String(), reg: tel.Registry, srv: api.Server(ln.Addr().String(), h)}
+	g := &benchGateway{base: "http://" + ln.Addr().String(), reg: tel.Registry}
+	g.srv = api.Server(ln.Addr().String(), g.win.wrap(h))
 	if cfg.RateLimitIP == 0 && cfg.RateLimitUser == 0 {
 		g.label = " (no limits)"
 	}

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/pprof"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,72 +20,91 @@ import (
 	"github.com/seckill/seckill/lua"
 )
 
-// httpCase is one HTTP case: its gateway, SKU and the answer it expects.
+// httpCase is one HTTP case: its gateway, SKU, load generator and the
+// answer it expects.
 type httpCase struct {
 	name, stock string
 	sku         int64
 	gw          *benchGateway
+	gen         string  // loadGenWrk or loadGenGo
+	rate        float64 // requests/s of a fixed-rate case; 0: closed loop
+	requests    int     // measured requests (after the warm-up)
 	wantStatus  int
 	wantCode    []byte
-	keys        []string // Idempotency-Key of user i+1
+	keys        []string // Idempotency-Key of user i+1 (Go load generator only)
 }
 
 // httpCounts are the case's counters read before and after the load.
 type httpCounts struct {
 	reserved   int64
 	memo, pub  float64
+	served     int64
 	sample     CPUSample
 	sendDueLen int64
+	sendDueNow int64 // send_due members still due for a (re)send
 }
 
-// http drives the in-process gateway's reserve endpoint for one SKU.
-func (e *benchEnv) http(ctx context.Context, gw *benchGateway, stock string, sku int64) error {
-	hc := &httpCase{name: "HTTP " + stock + gw.label, stock: stock, sku: sku, gw: gw,
+// driven is what one load phase measured, whichever generator drove it.
+type driven struct {
+	LoadResult
+	lat        Latency
+	loadgenCPU time.Duration // the external load generator's CPU (wrk)
+	p90        time.Duration
+}
+
+// newHTTPCase names the case and sets the answer it expects.
+func newHTTPCase(gw *benchGateway, stock string, sku int64, gen, suffix string, requests int) *httpCase {
+	hc := &httpCase{name: "HTTP " + stock + gw.label + suffix, stock: stock, sku: sku, gw: gw, gen: gen, requests: requests,
 		wantStatus: http.StatusAccepted, wantCode: []byte(`"QUEUED"`)}
 	if stock == "sold-out" {
 		hc.wantStatus, hc.wantCode = http.StatusConflict, []byte(`"SOLD_OUT"`)
 	}
-	total := e.o.Warmup + e.o.Requests
-	hc.keys = make([]string, total)
-	for i := range hc.keys {
-		hc.keys[i] = uuid.NewString()
+	return hc
+}
+
+// http drives the in-process gateway's reserve endpoint for one case: the
+// warm-up (users 1..W), then the measured requests (users W+1..W+n).
+func (e *benchEnv) http(ctx context.Context, hc *httpCase) error {
+	total := e.o.Warmup + hc.requests
+	if hc.gen == loadGenGo {
+		hc.keys = make([]string, total)
+		for i := range hc.keys {
+			hc.keys[i] = uuid.NewString()
+		}
 	}
 	name := hc.name
 	if e.o.Warmup > 0 {
-		e.progress("%s: warm-up, %d requests (users 1..%d)", name, e.o.Warmup, e.o.Warmup)
-		w := e.load(ctx, hc, 0, e.o.Warmup, " warm-up")
-		if w.Unexpected > 0 || w.Stopped != "" {
-			return fmt.Errorf("%s warm-up: %d unexpected answers (%s) %s; e.g. %s", name, w.Unexpected,
-				StatusText(w.Status), w.Stopped, strings.Join(w.Samples, " | "))
+		e.progress("%s: warm-up, %d requests (users 1..%d, %s)", name, e.o.Warmup, e.o.Warmup, hc.gen)
+		w := e.drive(ctx, hc, 0, e.o.Warmup, 0, " warm-up")
+		if w.Unexpected > 0 || w.Stopped != "" || w.Requests != e.o.Warmup {
+			return fmt.Errorf("%s warm-up: %d of %d answered, %d unexpected (%s) %s; e.g. %s", name, w.Requests, e.o.Warmup,
+				w.Unexpected, StatusText(w.Status), w.Stopped, strings.Join(w.Samples, " | "))
 		}
 	}
 	before, err := e.httpCounts(ctx, hc, false)
 	if err != nil {
 		return err
 	}
-	var stopProfile func()
-	if e.o.CPUProfile != "" {
-		stopProfile, err = startProfile(fmt.Sprintf("%s-http-%s%s.pprof", e.o.CPUProfile, stock, map[bool]string{true: "-no-limits"}[gw.label != ""]))
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if stopProfile != nil {
-				stopProfile()
-			}
-		}()
+	stopProfile, err := e.profile(hc)
+	if err != nil {
+		return err
 	}
-	e.progress("%s: %d requests, %d workers (users %d..%d)", name, e.o.Requests, e.o.Concurrency, e.o.Warmup+1, total)
+	defer stopProfile()
+	pace := "closed loop"
+	if hc.rate > 0 {
+		pace = fmt.Sprintf("paced at %.0f/s", hc.rate)
+	}
+	e.progress("%s: %d requests, %d connections, %s, %s (users %d..%d)", name, hc.requests, e.o.Concurrency, hc.gen, pace, e.o.Warmup+1, total)
 	if before.sample, err = e.sample(ctx); err != nil {
 		return err
 	}
-	lr := e.load(ctx, hc, e.o.Warmup, e.o.Requests, "")
+	lr := e.drive(ctx, hc, e.o.Warmup, hc.requests, hc.rate, "")
 	// The gateway answers before it sends (it batches its sends): the case
 	// ends when the last queued message is published, and that tail counts.
-	if stock == "in-stock" {
+	if hc.stock == "in-stock" {
 		drainStart := time.Now()
 		for deadline := drainStart.Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if int(publishedByGateway(gw)-before.pub) >= lr.Expected {
+			if int(publishedByGateway(hc.gw)-before.pub) >= lr.Expected {
 				break
 			}
 		}
@@ -92,10 +114,7 @@ func (e *benchEnv) http(ctx context.Context, gw *benchGateway, stock string, sku
 	if err != nil {
 		return err
 	}
-	if stopProfile != nil {
-		stopProfile()
-		stopProfile = nil
-	}
+	stopProfile()
 	after, err := e.httpCounts(ctx, hc, true)
 	if err != nil {
 		return err
@@ -104,10 +123,85 @@ func (e *benchEnv) http(ctx context.Context, gw *benchGateway, stock string, sku
 	return e.httpResult(hc, lr, before, after)
 }
 
+// profile starts the case's CPU profile if --cpuprofile asks for one; the
+// returned function stops it (once).
+func (e *benchEnv) profile(hc *httpCase) (func(), error) {
+	if e.o.CPUProfile == "" {
+		return func() {}, nil
+	}
+	name := strings.NewReplacer(" ", "-", "(", "", ")", "", "[", "", "]", "", ",", "", "@", "").Replace(strings.ToLower(hc.name))
+	stop, err := startProfile(fmt.Sprintf("%s-%s.pprof", e.o.CPUProfile, name))
+	if err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(stop) }, nil
+}
+
+// drive runs n requests of the case from request offset on (users
+// offset+1..offset+n) with the case's load generator, paced at rate if
+// positive.
+func (e *benchEnv) drive(ctx context.Context, hc *httpCase, offset, n int, rate float64, label string) driven {
+	if hc.gen == loadGenWrk {
+		return e.driveWrk(ctx, hc, offset, n, rate)
+	}
+	lr := e.load(ctx, hc, offset, n, rate, label)
+	lat := Summarize(lr.Latencies)
+	return driven{LoadResult: lr, lat: lat, p90: percentileOf(lr.Latencies, 0.90)}
+}
+
+// driveWrk runs wrk for the case; the elapsed time is the gateway's: the
+// first request's arrival to the last answer.
+func (e *benchEnv) driveWrk(ctx context.Context, hc *httpCase, offset, n int, rate float64) driven {
+	tokens := make([]string, n)
+	for i := range tokens {
+		tokens[i] = strings.TrimPrefix(e.bearer[offset+i], "Bearer ")
+	}
+	threads := min(e.ncpu, e.o.Concurrency)
+	if e.o.Concurrency%threads != 0 {
+		threads = 1
+	}
+	served0 := hc.gw.win.served.Load()
+	hc.gw.win.reset()
+	run := WrkRun{Path: e.wrk, URL: hc.gw.url(e.activity, hc.sku), Threads: threads, Connections: e.o.Concurrency,
+		Tokens: tokens, Rate: rate, WantStatus: hc.wantStatus, WantCode: strings.Trim(string(hc.wantCode), `"`),
+		Served: hc.gw.win.served.Load, StallAfter: 15 * time.Second,
+		Progress: func(served int64, el time.Duration) {
+			e.progress("%s: %d/%d (%.0f/s)", hc.name, served-served0, n, float64(served-served0)/el.Seconds())
+		}}
+	wr, err := run.Run(ctx)
+	d := driven{LoadResult: LoadResult{Requests: int(wr.Answered), Expected: int(wr.Expected), Unexpected: int(wr.Unexpected),
+		Status: wr.Status, Samples: wr.Samples, Elapsed: hc.gw.win.elapsed(), Stopped: wr.Stopped},
+		lat:        Latency{P50: usDur(wr.P50US), P99: usDur(wr.P99US), Max: usDur(wr.MaxUS), Mean: time.Duration(wr.MeanUS * 1e3)},
+		p90:        usDur(wr.P90US),
+		loadgenCPU: wr.CPU}
+	if err != nil {
+		d.Stopped = strings.TrimSpace(d.Stopped + " " + err.Error())
+	}
+	if se := wr.SocketErrors(); se > 0 {
+		d.Unexpected += int(se)
+		d.Samples = append(d.Samples, fmt.Sprintf("wrk socket errors %v", wr.Errors))
+	}
+	if served := hc.gw.win.served.Load() - served0; served != int64(n) {
+		d.Stopped = strings.TrimSpace(fmt.Sprintf("%s the gateway answered %d requests, wrk counted %d, want %d", d.Stopped, served, wr.Answered, n))
+	}
+	return d
+}
+
+func usDur(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
+// percentileOf is the nearest-rank p-quantile of unsorted latencies.
+func percentileOf(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return Percentile(s, p)
+}
+
 // load runs n requests of the case from request offset on (users
-// offset+1..offset+n), as the load generator (profile label role=loadgen).
-func (e *benchEnv) load(ctx context.Context, hc *httpCase, offset, n int, label string) LoadResult {
+// offset+1..offset+n), as the Go load generator (profile label role=loadgen).
+func (e *benchEnv) load(ctx context.Context, hc *httpCase, offset, n int, rate float64, label string) LoadResult {
 	l := Load{Client: e.client, Method: http.MethodPost, URL: hc.gw.url(e.activity, hc.sku), Requests: n, Concurrency: e.o.Concurrency,
+		Rate: rate,
 		Header: func(i int, h http.Header) {
 			h["Authorization"] = []string{e.bearer[offset+i]}
 			h["Idempotency-Key"] = []string{hc.keys[offset+i]}
@@ -131,8 +225,9 @@ func publishedByGateway(gw *benchGateway) float64 {
 }
 
 // httpCounts reads the SKU's reserved_total and the gateway's counters
-// (after the load also the send_due backlog).
-func (e *benchEnv) httpCounts(ctx context.Context, hc *httpCase, withSendDue bool) (httpCounts, error) {
+// (after the load also the send_due backlog: after an in-stock case it waits
+// up to 10 s for the gateway's pipelined send marks).
+func (e *benchEnv) httpCounts(ctx context.Context, hc *httpCase, after bool) (httpCounts, error) {
 	var c httpCounts
 	var err error
 	if c.reserved, err = e.reservedTotal(ctx, hc.sku); err != nil {
@@ -140,25 +235,44 @@ func (e *benchEnv) httpCounts(ctx context.Context, hc *httpCase, withSendDue boo
 	}
 	c.memo = counterValue(hc.gw.reg, "seckill_reserve_sold_out_memo_total", nil)
 	c.pub = publishedByGateway(hc.gw)
-	if withSendDue {
-		c.sendDueLen, err = e.rdb.ZCard(ctx, lua.Keys{ActivityID: e.activity, SKUID: hc.sku}.SendDue()).Result()
+	c.served = hc.gw.win.served.Load()
+	if !after {
+		return c, nil
+	}
+	key := lua.Keys{ActivityID: e.activity, SKUID: hc.sku}.SendDue()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		// A published reservation stays in send_due, rescheduled to its
+		// recheck (deadline + 1 min, 10+ minutes ahead): only members due
+		// sooner still wait for a (re)send.
+		soon := strconv.FormatInt(time.Now().Add(5*time.Minute).UnixMilli(), 10)
+		if c.sendDueNow, err = e.rdb.ZCount(ctx, key, "-inf", soon).Result(); err != nil || c.sendDueNow == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err == nil {
+		c.sendDueLen, err = e.rdb.ZCard(ctx, key).Result()
 	}
 	return c, err
 }
 
 // httpResult records the case in the report and checks it did what it says.
-func (e *benchEnv) httpResult(hc *httpCase, lr LoadResult, before, after httpCounts) error {
+func (e *benchEnv) httpResult(hc *httpCase, lr driven, before, after httpCounts) error {
 	name, stock := hc.name, hc.stock
 	memo, pub := after.memo-before.memo, after.pub-before.pub
-	lat := Summarize(lr.Latencies)
 	reserved := after.reserved - before.reserved
-	c := Case{Name: name, Path: "http", Stock: stock, Requests: lr.Requests, Concurrency: e.o.Concurrency,
+	c := Case{Name: name, Path: "http", Stock: stock, Loadgen: hc.gen, TargetRPS: hc.rate, Requests: lr.Requests, Concurrency: e.o.Concurrency,
 		ElapsedS: lr.Elapsed.Seconds(), Reservations: reserved,
-		P50MS: MS(lat.P50), P99MS: MS(lat.P99), LatencyMeasured: true,
+		P50MS: MS(lr.lat.P50), P90MS: MS(lr.p90), P99MS: MS(lr.lat.P99), MaxMS: MS(lr.lat.Max), LatencyMeasured: true,
 	}
 	s0, s1 := before.sample, after.sample
-	use, procs := Use(s0, s1, e.ncpu, 0), ProcDelta(s0.Procs, s1.Procs)
+	use, procs := Use(s0, s1, e.ncpu, lr.loadgenCPU), ProcDelta(s0.Procs, s1.Procs)
+	if lr.loadgenCPU > 0 {
+		procs = withChild(procs, "wrk", lr.loadgenCPU)
+	}
 	c.CPU = Cost(use, lr.Requests, e.ncpu)
+	if hc.gen == loadGenWrk {
+		c.GatewayUS = c.CPU.SelfUS
+	}
 	c.TopProcesses = topProcs(use, procs, lr.Requests)
 	c.OtherWorkPct = otherWork(use, procs, e.ncpu)
 	c.RedisSnapshots = s1.AOFRewrites - s0.AOFRewrites
@@ -166,9 +280,10 @@ func (e *benchEnv) httpResult(hc *httpCase, lr LoadResult, before, after httpCou
 		c.RPS = float64(lr.Requests) / lr.Elapsed.Seconds()
 		c.ReservationsPS = float64(reserved) / lr.Elapsed.Seconds()
 	}
-	c.Outcome = fmt.Sprintf("HTTP %s; reserved %d", StatusText(lr.Status), reserved)
+	c.Outcome = fmt.Sprintf("%s: HTTP %s, gateway answered %d; reserved %d", hc.gen, StatusText(lr.Status), after.served-before.served, reserved)
 	if stock == "in-stock" {
-		c.Outcome += fmt.Sprintf("; published to %s by the gateway %.0f, send_due left %d", e.o.Topic, pub, after.sendDueLen)
+		c.Outcome += fmt.Sprintf("; published to %s by the gateway %.0f; send_due %d, all rescheduled to their recheck but %d",
+			e.o.Topic, pub, after.sendDueLen, after.sendDueNow)
 	} else {
 		c.Outcome += fmt.Sprintf("; answered from the sold-out memo %.0f, by the script %.0f", memo, float64(lr.Expected)-memo)
 	}
@@ -177,15 +292,17 @@ func (e *benchEnv) httpResult(hc *httpCase, lr LoadResult, before, after httpCou
 	e.progress("%s: %.0f req/s, p50 %.3f ms, p99 %.3f ms; %s", name, c.RPS, c.P50MS, c.P99MS, c.Outcome)
 
 	switch {
-	case lr.Unexpected > 0 || lr.Stopped != "" || lr.Requests != e.o.Requests:
-		return fmt.Errorf("%s: %d unexpected answers of %d (want HTTP %d %s; got %s) %s; e.g. %s", name, lr.Unexpected,
-			lr.Requests, hc.wantStatus, hc.wantCode, StatusText(lr.Status), lr.Stopped, strings.Join(lr.Samples, " | "))
-	case stock == "in-stock" && reserved != int64(e.o.Requests):
+	case lr.Unexpected > 0 || lr.Stopped != "" || lr.Requests != hc.requests || after.served-before.served != int64(hc.requests):
+		return fmt.Errorf("%s: %d unexpected answers of %d (want %d answers HTTP %d %s; got %s) %s; e.g. %s", name, lr.Unexpected,
+			lr.Requests, hc.requests, hc.wantStatus, hc.wantCode, StatusText(lr.Status), lr.Stopped, strings.Join(lr.Samples, " | "))
+	case stock == "in-stock" && reserved != int64(hc.requests):
 		return fmt.Errorf("%s: %d answers QUEUED but Redis admitted %d", name, lr.Expected, reserved)
 	case stock == "in-stock" && int64(pub) < reserved: // (warm-up sends may land inside the case)
 		// A failed send is cheaper than a stored one: the figures would not
 		// measure the path.
 		return fmt.Errorf("%s: the gateway published %.0f of %d messages to %s", name, pub, reserved, e.o.Topic)
+	case stock == "in-stock" && after.sendDueNow != 0:
+		return fmt.Errorf("%s: %d reservations still due for a send in send_due (their send was not recorded as published)", name, after.sendDueNow)
 	case stock == "sold-out" && reserved != 0:
 		return fmt.Errorf("%s: %d reservations on the sold-out SKU", name, reserved)
 	}

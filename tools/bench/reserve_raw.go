@@ -47,7 +47,7 @@ func (e *benchEnv) raw(ctx context.Context, stock string, sku int64) error {
 		return err
 	}
 	reserved := reserved1 - reserved0
-	c := Case{Name: name, Path: "raw", Stock: stock, Requests: e.o.Requests, Concurrency: e.o.Concurrency,
+	c := Case{Name: name, Path: "raw", Stock: stock, Loadgen: "redis-benchmark", Requests: e.o.Requests, Concurrency: e.o.Concurrency,
 		ElapsedS: rr.Elapsed.Seconds(), RPS: rr.Row.RPS, Reservations: reserved,
 		P50MS: rr.Row.P50MS, P99MS: rr.Row.P99MS, LatencyMeasured: rr.Row.HasLatency,
 	}

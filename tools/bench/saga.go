@@ -304,46 +304,24 @@ func (e *orderEnv) terminateSagas(ctx context.Context) {
 	e.mu.Lock()
 	wids := append([]string(nil), e.startedIDs...)
 	e.mu.Unlock()
-	if len(wids) == 0 {
-		return
+	ok, failed, took := e.deleteWorkflows(ctx, wids, "(c) sagas")
+	if leg := e.report.Sagas; leg != nil && len(wids) > 0 {
+		leg.TerminateS, leg.Terminated = took.Seconds(), int(ok)
 	}
-	tctx, c := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
-	defer c()
-	e.progress("(c) sagas: deleting (terminating) %d sagas", len(wids))
-	t0 := time.Now()
-	var next, ok, failed atomic.Int64
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for tctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= len(wids) {
-					return
-				}
-				_, err := e.conns.Temporal.WorkflowService().DeleteWorkflowExecution(tctx, &workflowservice.DeleteWorkflowExecutionRequest{
-					Namespace: e.cfg.TemporalNamespace, WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: wids[i]}})
-				if err != nil && !isNotFound(err) {
-					err = e.conns.Temporal.TerminateWorkflow(tctx, wids[i], "", "seckill bench order: measured; clean-up")
-				}
-				var nf *serviceerror.NotFound
-				if err == nil || errors.As(err, &nf) {
-					ok.Add(1)
-				} else {
-					failed.Add(1)
-				}
-			}
-		}()
+	if failed > 0 {
+		e.report.Notes = append(e.report.Notes, fmt.Sprintf("%d sagas could not be terminated: they cancel themselves when their payment timer fires (15 min)", failed))
 	}
-	wg.Wait()
-	if leg := e.report.Sagas; leg != nil {
-		leg.TerminateS, leg.Terminated = time.Since(t0).Seconds(), int(ok.Load())
+}
+
+// deleteWorkflow deletes one workflow execution (terminating it if it
+// runs); where deletion is refused it terminates it.
+func (e *orderEnv) deleteWorkflow(ctx context.Context, wid string) error {
+	_, err := e.conns.Temporal.WorkflowService().DeleteWorkflowExecution(ctx, &workflowservice.DeleteWorkflowExecutionRequest{
+		Namespace: e.cfg.TemporalNamespace, WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: wid}})
+	if err != nil && !isNotFound(err) {
+		err = e.conns.Temporal.TerminateWorkflow(ctx, wid, "", "seckill bench order: measured; clean-up")
 	}
-	e.progress("(c) sagas: deleted %d in %.1f s (%d failed)", ok.Load(), time.Since(t0).Seconds(), failed.Load())
-	if failed.Load() > 0 {
-		e.report.Notes = append(e.report.Notes, fmt.Sprintf("%d sagas could not be terminated: they cancel themselves when their payment timer fires (15 min)", failed.Load()))
-	}
+	return err
 }
 
 func isNotFound(err error) bool {
