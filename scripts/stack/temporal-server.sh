@@ -48,19 +48,22 @@ TSERVER_VIS_DB=temporal_visibility
 TSERVER_DB_USER=temporal
 TSERVER_DB_PASSWORD=temporal
 
+# tserver_since T0: seconds since T0 (an $EPOCHREALTIME), to 0.1 s.
+tserver_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
+
 # tserver_go_install NAME PKG@VERSION MARKER: go install PKG into a scratch
 # GOBIN (both commands are named `server`), then move it to $STACK_DIR/bin/NAME.
 tserver_go_install() {
   local name=$1 pkg=$2 marker=$3 bin=$STACK_DIR/bin/$1
   if [ -x "$bin" ] && [ "$(cat "$bin.version" 2>/dev/null)" = "$marker" ]; then return; fi
-  local lf tmp start=$SECONDS; lf=$(logfile "$name-install")
+  local lf tmp start=$EPOCHREALTIME; lf=$(logfile "$name-install")
   tmp=$(mktemp -d "$STACK_DIR/bin/.install-XXXXXX")
   log "temporal-server: go install $pkg (first time: minutes)"
   GOBIN=$tmp go install "$pkg" >"$lf" 2>&1 || { rm -rf "$tmp"; fail "$name" "$lf" "go install $pkg failed"; }
   mv "$tmp/$(basename "${pkg%@*}")" "$bin"
   rm -rf "$tmp"
   echo "$marker" >"$bin.version"
-  log "temporal-server: built $name in $((SECONDS - start))s"
+  log "temporal-server: built $name in $(tserver_since "$start")s"
 }
 
 tserver_install() {
@@ -77,7 +80,7 @@ tserver_sql() {
 }
 
 tserver_schema() {
-  local lf start=$SECONDS db schema; lf=$(logfile temporal-server-schema)
+  local lf start=$EPOCHREALTIME db schema; lf=$(logfile temporal-server-schema)
   : >"$lf"
   pg_psql -d postgres >>"$lf" 2>&1 <<SQL || fail temporal-server "$lf" "creating role/databases failed"
 SELECT 'CREATE ROLE $TSERVER_DB_USER LOGIN PASSWORD ''$TSERVER_DB_PASSWORD'''
@@ -98,7 +101,7 @@ SQL
       fail temporal-server "$lf" "update-schema of $db failed"
     log "temporal-server: database $db at schema $(pg_psql -d "$db" -c 'SELECT curr_version FROM schema_version')"
   done
-  log "temporal-server: schemas ready in $((SECONDS - start))s"
+  log "temporal-server: schemas ready in $(tserver_since "$start")s"
 }
 
 # tserver_drop: drop the two databases (a fresh cluster next time; the server must be stopped).
@@ -229,7 +232,7 @@ tserver_search_attributes_ok() {
 tserver_namespace() {
   local lf a=(--address "127.0.0.1:$TEMPORAL_PORT") sa; lf=$(logfile temporal-server-setup)
   : >"$lf"
-  if ! "$TEMPORAL_BIN" operator namespace describe "${a[@]}" -n default >>"$lf" 2>&1; then
+  if ! "$TEMPORAL_BIN" operator namespace describe "${a[@]}" -n default >/dev/null 2>>"$lf"; then
     log "temporal-server: creating namespace default (retention $TSERVER_RETENTION)"
     "$TEMPORAL_BIN" operator namespace create "${a[@]}" -n default --retention "$TSERVER_RETENTION" >>"$lf" 2>&1 ||
       fail temporal-server "$lf" "creating namespace default failed"
@@ -268,6 +271,7 @@ tserver_port_free() {
 tserver_ports() { cat "$TSERVER_DIR/ports" 2>/dev/null; }
 
 tserver_up() {
+  local start
   tserver_install
   if running temporal-server && [ "$(tserver_ports)" != "$TEMPORAL_PORT $TEMPORAL_UI_PORT" ]; then
     fail temporal-server "$(logfile temporal-server)" "the real server (pid $(cat "$(pidfile temporal-server)")) runs with" \
@@ -279,19 +283,21 @@ tserver_up() {
     tserver_port_free temporal-server "$TEMPORAL_PORT"
     tserver_schema
     tserver_write_config
-    local start=$SECONDS
+    start=$EPOCHREALTIME
     log "temporal-server: starting $TSERVER_VERSION on 127.0.0.1:$TEMPORAL_PORT ($TSERVER_SHARDS history shards, PostgreSQL $TSERVER_DB/$TSERVER_VIS_DB)"
     echo "$TEMPORAL_PORT $TEMPORAL_UI_PORT" >"$TSERVER_DIR/ports"
     start_bg temporal-server "$TSERVER_BIN" --root "$TSERVER_DIR" --config config --env seckill --allow-no-auth start
     wait_until temporal-server 120 tserver_healthy
-    log "temporal-server: serving in $((SECONDS - start))s"
+    log "temporal-server: serving in $(tserver_since "$start")s"
   fi
   tserver_namespace
   if running temporal-ui && tserver_ui_healthy; then log "temporal-ui: already running"; return; fi
   tserver_port_free temporal-ui "$TEMPORAL_UI_PORT"
   log "temporal-ui: starting $TSERVER_UI_VERSION on http://127.0.0.1:$TEMPORAL_UI_PORT"
+  start=$EPOCHREALTIME
   start_bg temporal-ui "$TSERVER_UI_BIN" --root "$TSERVER_DIR" --config ui --env seckill start
   wait_until temporal-ui 60 tserver_ui_healthy
+  log "temporal-ui: serving in $(tserver_since "$start")s"
 }
 
 tserver_down() {
