@@ -9,7 +9,7 @@ export SECKILL_ENV ?= development
 # The API contract test's tool (scripts/stack.sh up installs it).
 export SECKILL_SCHEMATHESIS ?= $(CURDIR)/.stack/venv/bin/st
 
-.PHONY: up down status build migrate run test lint promtool-rules bench chaos fuzz contract
+.PHONY: up down status build migrate run test test-temporal-server lint promtool-rules bench chaos fuzz contract
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill
@@ -48,6 +48,20 @@ test: up lint
 	$(GO) test -tags failpoints -race -count=1 $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/tools/chaos$$')
 	$(GO) test -tags failpoints -race -count=1 -p 1 $(HEAVY_PKGS)
 	$(MAKE) fuzz FUZZ_TIME=5s
+
+## test-temporal-server: the e2e suite against the real Temporal server on PostgreSQL instead of the dev server
+## (SECKILL_TEMPORAL=server; docs/operations.md). Stop a running dev server first (make down), or move the
+## real server to other ports: make test-temporal-server SECKILL_TEMPORAL_PORT=17233 SECKILL_TEMPORAL_UI_PORT=18233
+## (TEST_FLAGS=-v lists each test)
+SECKILL_TEMPORAL_PORT ?= 7233
+SECKILL_TEMPORAL_UI_PORT ?= 8233
+test-temporal-server: export SECKILL_TEMPORAL = server
+test-temporal-server: export SECKILL_TEMPORAL_PORT := $(SECKILL_TEMPORAL_PORT)
+test-temporal-server: export SECKILL_TEMPORAL_UI_PORT := $(SECKILL_TEMPORAL_UI_PORT)
+test-temporal-server: export SECKILL_TEMPORAL_ADDR = 127.0.0.1:$(SECKILL_TEMPORAL_PORT)
+test-temporal-server: export SECKILL_TEMPORAL_UI = http://127.0.0.1:$(SECKILL_TEMPORAL_UI_PORT)
+test-temporal-server: up
+	$(GO) test $(TEST_FLAGS) -tags failpoints -race -p 1 -count=1 -timeout 40m ./e2e
 
 ## contract: the API contract test alone, longer (Schemathesis, EXAMPLES per operation; make test runs 100)
 contract: up

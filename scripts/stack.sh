@@ -3,7 +3,9 @@
 #   PostgreSQL 15  :55432   (Debian package, own data dir, database/role seckill)
 #   Redis 7        :56379   (Debian package, AOF everysec)
 #   RocketMQ 5.x   :9876 name server, :10911 broker (Maven artifacts, Java 17)
-#   Temporal dev   :7233 frontend, :8233 Web UI (Temporal CLI, SQLite file)
+#   Temporal dev   :7233 frontend, :8233 Web UI (Temporal CLI, SQLite file), or with
+#                  SECKILL_TEMPORAL=server the real Temporal server on PostgreSQL
+#                  (same ports; see scripts/stack/temporal-server.sh)
 #   paysim         :18090 payment provider simulator (this project's `seckill paysim`)
 #   Prometheus     :19090 only with SECKILL_PROMETHEUS=1 (Debian package; loads
 #                  deploy/prometheus/alerts.yml; see scripts/stack/prometheus.sh)
@@ -12,6 +14,9 @@
 # Usage: scripts/stack.sh up|down|status|env
 #        scripts/stack.sh prometheus up|down   (Prometheus alone, stack left as is)
 #        scripts/stack.sh install-promtool     (what `make lint` runs without promtool)
+#        scripts/stack.sh temporal-server up|down|drop  (the real Temporal server alone)
+# SECKILL_TEMPORAL=dev (default) or server picks the Temporal of `up`;
+# SECKILL_TEMPORAL_PORT / SECKILL_TEMPORAL_UI_PORT move it (default 7233 / 8233).
 # Data, pids and logs live in .stack/ (ignored by git). `down` stops exactly
 # what `up` started, by pid. `up` is idempotent and installs what is missing.
 set -euo pipefail
@@ -26,6 +31,7 @@ source "$ROOT/scripts/stack/rocketmq.sh"
 source "$ROOT/scripts/stack/chromium.sh"
 source "$ROOT/scripts/stack/schemathesis.sh"
 source "$ROOT/scripts/stack/prometheus.sh"
+source "$ROOT/scripts/stack/temporal-server.sh"
 
 PG_BIN=/usr/lib/postgresql/15/bin
 PG_PORT=${SECKILL_PG_PORT:-55432}
@@ -34,8 +40,13 @@ PG_SOCK=$STACK_DIR/run/postgres
 REDIS_PORT=${SECKILL_REDIS_PORT:-56379}
 TEMPORAL_VERSION=v1.5.1
 TEMPORAL_BIN=$STACK_DIR/bin/temporal
-TEMPORAL_PORT=7233
-TEMPORAL_UI_PORT=8233
+TEMPORAL_PORT=${SECKILL_TEMPORAL_PORT:-7233}
+TEMPORAL_UI_PORT=${SECKILL_TEMPORAL_UI_PORT:-8233}
+TEMPORAL_MODE=${SECKILL_TEMPORAL:-dev}
+case "$TEMPORAL_MODE" in
+dev | server) ;;
+*) echo "SECKILL_TEMPORAL=$TEMPORAL_MODE: want dev (the dev server, default) or server (the real server)" >&2; exit 2 ;;
+esac
 # Custom search attributes of the ReservationSaga (see workflows/names.go).
 TEMPORAL_SEARCH_ATTRIBUTES=(ReservationStatus=Keyword ActivityId=Int SkuId=Int)
 
@@ -144,6 +155,14 @@ temporal_healthy() {
 temporal_up() {
   temporal_install
   if running temporal && temporal_healthy; then log "temporal: already running"; return; fi
+  if running temporal; then
+    fail temporal "$(logfile temporal)" "the dev server (pid $(cat "$(pidfile temporal)")) runs but does not serve on" \
+      "127.0.0.1:$TEMPORAL_PORT with its UI on :$TEMPORAL_UI_PORT (other ports? still starting?): stop it first (scripts/stack.sh down)"
+  fi
+  if running temporal-server && port_open 127.0.0.1 "$TEMPORAL_PORT"; then
+    fail temporal "$(logfile temporal-server)" "the real Temporal server (pid $(cat "$(pidfile temporal-server)")) runs;" \
+      "stop the stack first (scripts/stack.sh down) to switch to the dev server, or keep it: SECKILL_TEMPORAL=server"
+  fi
   port_open 127.0.0.1 "$TEMPORAL_PORT" && fail temporal "$(logfile temporal)" "port $TEMPORAL_PORT is taken by another process (a server left running?)"
   mkdir -p "$STACK_DIR/data/temporal"
   local args=(server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT"
@@ -177,18 +196,36 @@ print_addresses() {
 PostgreSQL   postgres://seckill:seckill@127.0.0.1:$PG_PORT/seckill?sslmode=disable
 Redis        redis://127.0.0.1:$REDIS_PORT
 RocketMQ     name server 127.0.0.1:9876, broker 127.0.0.1:10911
-Temporal     127.0.0.1:$TEMPORAL_PORT (namespace default)
+Temporal     127.0.0.1:$TEMPORAL_PORT (namespace default; $(temporal_what))
 Temporal UI  http://127.0.0.1:$TEMPORAL_UI_PORT
 Paysim       http://$PAYSIM_ADDR (payment provider simulator)
 TXT
   if running prometheus; then echo "Prometheus   http://$PROMETHEUS_ADDR (targets: http://$PROMETHEUS_ADDR/targets, alerts: /alerts)"; fi
 }
 
+# temporal_what: which Temporal runs (or would run).
+temporal_what() {
+  if running temporal-server; then echo "real server $TSERVER_VERSION on PostgreSQL"
+  elif running temporal || [ "$TEMPORAL_MODE" = dev ]; then echo "dev server, SQLite"
+  else echo "real server $TSERVER_VERSION on PostgreSQL"; fi
+}
+
 status() {
   local n
   for n in postgres redis temporal paysim; do
-    if running "$n"; then echo "$n running (pid $(cat "$(pidfile "$n")"))"; else echo "$n stopped"; fi
+    if running "$n"; then echo "$n running (pid $(cat "$(pidfile "$n")"))"
+    elif [ "$n" = temporal ] && running temporal-server; then echo "temporal (dev server) stopped"
+    else echo "$n stopped"; fi
   done
+  if running temporal-server; then
+    read -r n _ <<<"$(tserver_ports)"
+    echo "temporal-server running (pid $(cat "$(pidfile temporal-server)"), 127.0.0.1:$n)"
+  fi
+  if running temporal-ui; then
+    read -r _ n <<<"$(tserver_ports)"
+    echo "temporal-ui running (pid $(cat "$(pidfile temporal-ui)"), http://127.0.0.1:$n)"
+  fi
+  if ! running temporal-server; then echo "temporal-server stopped (optional: SECKILL_TEMPORAL=server make up)"; fi
   rocketmq_status
   if running prometheus; then echo "prometheus running (pid $(cat "$(pidfile prometheus)"), http://$PROMETHEUS_ADDR)"
   else echo "prometheus stopped (optional: SECKILL_PROMETHEUS=1 make up)"; fi
@@ -202,7 +239,7 @@ up)
   postgres_up
   redis_up
   rocketmq_up
-  temporal_up
+  if [ "$TEMPORAL_MODE" = server ]; then tserver_up; else temporal_up; fi
   paysim_up
   if [ "${SECKILL_PROMETHEUS:-0}" = 1 ]; then prometheus_up; fi
   log "stack up in $((SECONDS - start))s"
@@ -212,6 +249,7 @@ down)
   prometheus_down
   stop_pid paysim 10
   stop_pid temporal 30
+  tserver_down
   rocketmq_down
   stop_pid redis 30
   postgres_down
@@ -226,5 +264,13 @@ prometheus)
   esac
   ;;
 install-promtool) prometheus_install; "$PROMTOOL_BIN" --version 2>&1 | head -n1 ;;
-*) echo "usage: $0 up|down|status|env|install-promtool|prometheus up|down" >&2; exit 2 ;;
+temporal-server)
+  case "${2:-}" in
+  up) temporal_install; postgres_up; tserver_up; print_addresses | grep '^Temporal' ;;
+  down) tserver_down ;;
+  drop) tserver_drop ;;
+  *) echo "usage: $0 temporal-server up|down|drop" >&2; exit 2 ;;
+  esac
+  ;;
+*) echo "usage: $0 up|down|status|env|install-promtool|prometheus up|down|temporal-server up|down|drop" >&2; exit 2 ;;
 esac
