@@ -190,6 +190,7 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 	res, err := reservation.NewReserver(conns.Redis, d, conns.Producer, reservation.Options{
 		Topic: cfg.TopicOrderCreate, SendTimeout: cfg.MQSendTimeout, SendDueDelay: cfg.SendDueDelay,
 		ReservationTTL: cfg.ReservationTTL, RecheckAfter: cfg.SendRecheckAfter, SoldOutMemo: cfg.SoldOutMemo,
+		Linger: cfg.SendLinger,
 	}, tel.Reservation, fp, log)
 	if err != nil {
 		return nil, err

@@ -100,6 +100,12 @@ type Config struct {
 	// ReservationTTL is garbage collection for Redis reservation keys: longer
 	// than every replay, payment and reconcile window (seed §8.2).
 	ReservationTTL time.Duration `env:"SECKILL_RESERVATION_TTL" envDefault:"168h"`
+	// SendLinger is how long the gateway's sender waits to fill a batch of
+	// ORDER_CREATE_REQUESTED after its first message. The client's answer
+	// never waits for it (it follows reserve.lua); a longer linger fills
+	// batches at moderate rates, so each message costs the broker and Redis
+	// less (one send and one send_done.lua per batch and SKU).
+	SendLinger time.Duration `env:"SECKILL_SEND_LINGER" envDefault:"5ms"`
 	// SoldOutMemo is how long the gateway trusts a sold-out answer from Redis
 	// before asking again (compensation can return stock).
 	SoldOutMemo time.Duration `env:"SECKILL_SOLD_OUT_MEMO" envDefault:"500ms"`
@@ -221,6 +227,7 @@ func (c Config) validateRequired() error {
 		{"SECKILL_CONSUMER_CONCURRENCY", int64(c.ConsumerConcurrency)},
 		{"SECKILL_MQ_SEND_TIMEOUT", int64(c.MQSendTimeout)},
 		{"SECKILL_SEND_DUE_DELAY", int64(c.SendDueDelay)},
+		{"SECKILL_SEND_LINGER", int64(c.SendLinger)},
 		{"SECKILL_SEND_LEASE", int64(c.SendLease)},
 		{"SECKILL_RESERVATION_TTL", int64(c.ReservationTTL)},
 		{"SECKILL_RECONCILE_WATERMARK", int64(c.ReconcileWatermark)},

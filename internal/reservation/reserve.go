@@ -73,7 +73,8 @@ type Options struct {
 	// its business deadline is looked at (and re-sent) by the scanner again.
 	RecheckAfter time.Duration
 	SoldOutMemo  time.Duration
-	// MaxBatch and Linger shape the batches of immediate sends (default 64, 1 ms).
+	// MaxBatch and Linger shape the batches of immediate sends (default 64,
+	// 1 ms; the gateway uses SECKILL_SEND_LINGER, 5 ms).
 	MaxBatch int
 	Linger   time.Duration
 }
