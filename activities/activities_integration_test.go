@@ -386,6 +386,30 @@ func TestOrderTransactionRollsBackAtEachInnerFailpoint(t *testing.T) {
 	}
 }
 
+// A failpoint inside the order transaction fires where its point is reached,
+// not on the first CreateOrder: a call that takes another path (here a
+// duplicate delivery) leaves it armed for the next order.
+func TestInnerFailpointWaitsForItsPoint(t *testing.T) {
+	r := newRig(t, 5, 5)
+	testenv.RequireFailpoints(t)
+	ctx := context.Background()
+	m1 := r.reserve(t, 1)
+	if res, err := r.acts.CreateOrder(ctx, m1); err != nil || res.Outcome != activities.OutcomeCreated {
+		t.Fatal(res, err)
+	}
+	r.fp.Arm(failpoint.AfterPGStockDecrement, 1)
+	if res, err := r.acts.CreateOrder(ctx, m1); err != nil || !res.Duplicate {
+		t.Fatalf("duplicate delivery with the failpoint armed = %+v, %v", res, err)
+	}
+	m2 := r.reserve(t, 2)
+	if _, err := r.acts.CreateOrder(ctx, m2); !errors.Is(err, failpoint.ErrInjected) {
+		t.Fatalf("the next order = %v, want the failpoint there", err)
+	}
+	if res, err := r.acts.CreateOrder(ctx, m2); err != nil || res.Outcome != activities.OutcomeCreated || res.Duplicate {
+		t.Fatalf("retry = %+v, %v", res, err)
+	}
+}
+
 func TestLateMessageAfterDurableRejection(t *testing.T) {
 	r := newRig(t, 5, 5)
 	ctx := context.Background()

@@ -172,8 +172,9 @@ func (s *Set) Check(name string) error {
 
 // Decision is the failpoint Next chose to fire, if any.
 type Decision struct {
-	Name  string // "" when none fires
-	crash bool
+	Name    string // "" when none fires
+	crash   bool
+	counted bool // a count was taken from a Times mode: Unfire gives it back
 }
 
 // Next decides, in order, whether one of names fires now and returns the
@@ -185,8 +186,12 @@ func (s *Set) Next(names ...string) Decision {
 		return Decision{}
 	}
 	for _, n := range names {
+		s.mu.Lock()
+		m, ok := s.modes[n]
+		counted := ok && m.Probability == 0 && m.Times > 0
+		s.mu.Unlock()
 		if fire, crash := s.fire(n); fire {
-			return Decision{Name: n, crash: crash}
+			return Decision{Name: n, crash: crash, counted: counted}
 		}
 	}
 	return Decision{}
@@ -194,6 +199,27 @@ func (s *Set) Next(names ...string) Decision {
 
 // Fire acts out a Decision of Next: the crash, or ErrInjected.
 func (s *Set) Fire(d Decision) error { return s.act(d.Name, d.crash) }
+
+// Unfire gives back a Decision whose point the code did not reach (the
+// server-side function took another path, or failed before it): a count
+// taken from a Times mode is restored, so the failpoint fires the next time
+// its point is reached, as Check would have.
+func (s *Set) Unfire(d Decision) {
+	if !Enabled || s == nil || d.Name == "" || !d.counted {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.modes[d.Name]; ok {
+		m.Times++
+		return
+	}
+	if s.modes == nil {
+		s.modes = map[string]*Mode{}
+	}
+	s.modes[d.Name] = &Mode{Times: 1, Crash: d.crash}
+	s.armed.Store(true)
+}
 
 func (s *Set) act(name string, crash bool) error {
 	if crash {

@@ -108,3 +108,30 @@ func TestCrashKillsTheProcess(t *testing.T) {
 		t.Fatalf("child output %q", out)
 	}
 }
+
+// Next takes a count as Check would; Unfire gives it back when the point was
+// not reached, so the failpoint still fires exactly as often as armed.
+func TestNextAndUnfire(t *testing.T) {
+	s := &Set{}
+	s.Arm(AfterOrderInsert, 1)
+	d := s.Next(AfterInboxInsert, AfterOrderInsert)
+	if d.Name != AfterOrderInsert {
+		t.Fatalf("Next = %+v, want %s", d, AfterOrderInsert)
+	}
+	if got := s.Next(AfterOrderInsert); got.Name != "" {
+		t.Fatalf("a count of 1 decided twice: %+v", got)
+	}
+	s.Unfire(d) // the point was not reached
+	if err := s.Fire(s.Next(AfterOrderInsert)); !errors.Is(err, ErrInjected) {
+		t.Fatalf("after Unfire: %v, want the failpoint to fire once more", err)
+	}
+	if err := s.Check(AfterOrderInsert); err != nil {
+		t.Fatalf("fired more often than armed: %v", err)
+	}
+	s.ArmMode(AfterInboxInsert, Mode{Probability: 1})
+	d = s.Next(AfterInboxInsert)
+	s.Unfire(d) // nothing counted: nothing to give back
+	if m := s.modes[AfterInboxInsert]; m.Times != -1 && m.Times != 0 {
+		t.Fatalf("probability mode changed by Unfire: %+v", m)
+	}
+}

@@ -111,6 +111,9 @@ func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (Crea
 	fail := s.fp.Next(failpoint.AfterInboxInsert, failpoint.AfterOrderInsert, failpoint.AfterPGStockDecrement)
 	row, err := s.call(ctx, m, hash, fail.Name)
 	var pgErr *pgconn.PgError
+	if reached := errors.As(err, &pgErr) && pgErr.Code == sqlStateFailpoint; !reached {
+		s.fp.Unfire(fail) // the function took another path: the failpoint waits for the next pass
+	}
 	switch {
 	case err == nil && row.duplicate:
 		res, err := s.recorded(ctx, m.MessageID, hash, row.record())
