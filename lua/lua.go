@@ -61,13 +61,47 @@ func All() map[string]*redis.Script {
 // outside Go, such as redis-benchmark).
 func ReserveSHA() string { return reserve.Hash() }
 
-// Keys builds the Redis keys of one (activity, sku).
+// Keys builds the Redis keys of one (activity, sku) stock bucket. A SKU's
+// Redis stock may be split into B buckets (docs/scale.md), each in its own
+// hash slot: bucket 0 has the tag {activity:sku} (a SKU of one bucket keeps
+// the layout it had before buckets), bucket b > 0 the tag {activity:sku:b}.
+// A user always uses the bucket BucketOf gives.
 type Keys struct {
 	ActivityID int64
 	SKUID      int64
+	Bucket     int
 }
 
-func (k Keys) prefix() string { return fmt.Sprintf("seckill:{%d:%d}:", k.ActivityID, k.SKUID) }
+// InBucket is k for bucket b of the same SKU.
+func (k Keys) InBucket(b int) Keys { k.Bucket = b; return k }
+
+// Member is k's member of ActiveSKUs: "activity:sku", or
+// "activity:sku:bucket" for a bucket above 0 (also the text of its hash tag).
+func (k Keys) Member() string {
+	if k.Bucket == 0 {
+		return strconv.FormatInt(k.ActivityID, 10) + ":" + strconv.FormatInt(k.SKUID, 10)
+	}
+	return fmt.Sprintf("%d:%d:%d", k.ActivityID, k.SKUID, k.Bucket)
+}
+
+func (k Keys) prefix() string { return "seckill:{" + k.Member() + "}:" }
+
+// MaxBuckets bounds a SKU's bucket count.
+const MaxBuckets = 64
+
+// BucketOf is the bucket of userID among buckets (1 … MaxBuckets): a fixed
+// hash (splitmix64's finaliser) of the user id, so a user never changes
+// bucket for a given B, and user ids given out in strides still spread.
+func BucketOf(userID int64, buckets int) int {
+	if buckets <= 1 {
+		return 0
+	}
+	z := uint64(userID) + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return int(z % uint64(buckets))
+}
 
 // Counter is the hash of stock counters: initial, available, open_reserved,
 // committed (initial = available + open_reserved + committed), plus totals.
@@ -112,6 +146,18 @@ func (k Keys) CompensationMarker(reservationID string) string {
 // ReleaseMarker records that a cancelled order's unit was given back.
 func (k Keys) ReleaseMarker(reservationID string) string { return k.prefix() + "rel:" + reservationID }
 
-// ActiveSKUs is the set of "activity:sku" members the send-due scanner walks.
+// Transfer is the record, in the giving bucket, of a stock transfer to
+// another bucket of the SKU (docs/scale.md): to, k, state SENT|DONE, created_ms.
+func (k Keys) Transfer(id string) string { return k.prefix() + "xfer:" + id }
+
+// TransfersOut is the sorted set of the giving bucket's SENT transfers
+// (score = created_ms), which the rebalancer finishes after a crash.
+func (k Keys) TransfersOut() string { return k.prefix() + "xfer_out" }
+
+// TransferIn is the receiving bucket's marker that transfer id was applied.
+func (k Keys) TransferIn(id string) string { return k.prefix() + "xin:" + id }
+
+// ActiveSKUs is the set of bucket members (Keys.Member: "activity:sku" and,
+// for buckets above 0, "activity:sku:bucket") the send-due scanner walks.
 // It lives outside any SKU slot and is only read on its own.
 const ActiveSKUs = "seckill:active_skus"
