@@ -11,7 +11,7 @@ import (
 // ---- reserve.lua
 
 // ReserveArgs is one admission (reserve.lua). The activity and SKU ids
-// (ARGV[5], ARGV[6]) are the Keys'.
+// (ARGV[5], ARGV[6]) and the bucket (ARGV[12]) are the Keys'.
 type ReserveArgs struct {
 	ReservationID string
 	MessageID     string
@@ -43,7 +43,7 @@ func (a ReserveArgs) Template(k Keys, user string) (keys, argv []string) {
 	argv = []string{a.ReservationID, a.MessageID, a.RequestID, user,
 		strconv.FormatInt(k.ActivityID, 10), strconv.FormatInt(k.SKUID, 10),
 		strconv.FormatInt(a.NowMS, 10), strconv.Itoa(a.KeyVersion), strconv.Itoa(a.SchemaVersion),
-		strconv.FormatInt(a.TTL.Milliseconds(), 10), strconv.FormatInt(a.SendDueAtMS, 10)}
+		strconv.FormatInt(a.TTL.Milliseconds(), 10), strconv.FormatInt(a.SendDueAtMS, 10), strconv.Itoa(k.Bucket)}
 	return keys, argv
 }
 

@@ -19,12 +19,14 @@ type InitSKUArgs struct {
 	// Unmoved: PostgreSQL shows no stock movement yet (initial = available),
 	// so absent counters may be created.
 	Unmoved bool
+	// Buckets is the SKU's bucket count (0 means 1), kept in the meta hash.
+	Buckets int
 }
 
 // Render returns the KEYS and ARGV of the call.
 func (a InitSKUArgs) Render(k Keys) (keys []string, argv []any) {
 	return []string{k.Counter(), k.Meta()}, []any{a.Initial, a.Available, a.StartMS, a.EndMS,
-		a.OrderDeadline.Milliseconds(), a.PaymentTimeout.Milliseconds(), flag(a.Unmoved)}
+		a.OrderDeadline.Milliseconds(), a.PaymentTimeout.Milliseconds(), flag(a.Unmoved), max(a.Buckets, 1)}
 }
 
 // InitSKUCode is init_sku.lua's answer.

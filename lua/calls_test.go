@@ -25,13 +25,13 @@ func TestRender(t *testing.T) {
 		{name: "reserve.lua",
 			wantKeys: []string{"seckill:{77:3}:counter", "seckill:{77:3}:meta", "seckill:{77:3}:r:rid",
 				"seckill:{77:3}:req:42:req", "seckill:{77:3}:user:42", "seckill:{77:3}:send_due", "seckill:{77:3}:holders"},
-			wantArgv: []any{"rid", "mid", "req", "42", "77", "3", "1000", "2", "1", "7200000", "5000"}},
+			wantArgv: []any{"rid", "mid", "req", "42", "77", "3", "1000", "2", "1", "7200000", "5000", "0"}},
 		{name: "send_claim.lua", wantKeys: []string{"seckill:{77:3}:send_due"}, wantArgv: []any{int64(10), int64(20), 5}},
 		{name: "send_done.lua",
 			wantKeys: []string{"seckill:{77:3}:send_due", "seckill:{77:3}:counter", "seckill:{77:3}:r:rid", "seckill:{77:3}:r:rid2"},
 			wantArgv: []any{OutcomeUnknown, int64(10), "boom", "rid", int64(20), "rid2", int64(30)}},
 		{name: "init_sku.lua", wantKeys: []string{"seckill:{77:3}:counter", "seckill:{77:3}:meta"},
-			wantArgv: []any{int64(5), int64(4), int64(100), int64(200), int64(300000), int64(60000), "0"}},
+			wantArgv: []any{int64(5), int64(4), int64(100), int64(200), int64(300000), int64(60000), "0", 1}},
 		{name: "order_created.lua",
 			wantKeys: []string{"seckill:{77:3}:r:rid", "seckill:{77:3}:counter", "seckill:{77:3}:send_due"},
 			wantArgv: []any{"rid", "oid"}},
@@ -205,4 +205,58 @@ func TestCodeNames(t *testing.T) {
 
 func wrap[R any](f func(any) (R, error)) func(any) (any, error) {
 	return func(v any) (any, error) { return f(v) }
+}
+
+func TestBucketKeysAndMembers(t *testing.T) {
+	sku := SKU{ActivityID: 77, SKUID: 3, Buckets: 4}
+	all := sku.All()
+	if len(all) != 4 || all[0].Counter() != "seckill:{77:3}:counter" || all[2].Counter() != "seckill:{77:3:2}:counter" {
+		t.Fatalf("bucket keys %v", all)
+	}
+	if all[0].Member() != "77:3" || all[3].Member() != "77:3:3" {
+		t.Fatalf("members %q %q", all[0].Member(), all[3].Member())
+	}
+	keys, argv := ReserveArgs{ReservationID: "rid", UserID: 42}.Render(all[2])
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "seckill:{77:3:2}:") {
+			t.Errorf("key %s of bucket 2 is not in its slot", k)
+		}
+	}
+	if argv[len(argv)-1] != "2" {
+		t.Errorf("bucket ARGV = %v", argv[len(argv)-1])
+	}
+}
+
+func TestBucketOfIsStableAndSpreads(t *testing.T) {
+	for _, n := range []int{1, 2, 4, 7} {
+		counts := make([]int, n)
+		for u := int64(1); u <= 40000; u++ {
+			b := BucketOf(u, n)
+			if b != BucketOf(u, n) || b < 0 || b >= n {
+				t.Fatalf("BucketOf(%d, %d) = %d", u, n, b)
+			}
+			counts[b]++
+		}
+		for b, c := range counts {
+			if want := 40000 / n; c < want*9/10 || c > want*11/10 {
+				t.Errorf("B=%d: bucket %d has %d of 40000 users", n, b, c)
+			}
+		}
+		// Ids given out in strides of the bucket count spread too.
+		strided := make([]int, n)
+		for u := int64(1); u <= 4000; u++ {
+			strided[BucketOf(u*int64(n), n)]++
+		}
+		for b, c := range strided {
+			if n > 1 && c == 4000 {
+				t.Errorf("B=%d: every strided id lands in bucket %d", n, b)
+			}
+		}
+	}
+	if got := Split(10, 4); got[0] != 3 || got[1] != 3 || got[2] != 2 || got[3] != 2 {
+		t.Errorf("Split(10, 4) = %v", got)
+	}
+	if got := Split(7, 1); len(got) != 1 || got[0] != 7 {
+		t.Errorf("Split(7, 1) = %v", got)
+	}
 }

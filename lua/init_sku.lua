@@ -7,13 +7,15 @@
 -- ARGV[1] initial  ARGV[2] available (both from PostgreSQL)
 -- ARGV[3] start_ms  ARGV[4] end_ms  ARGV[5] order_deadline_ms  ARGV[6] payment_timeout_ms
 -- ARGV[7] "1" when PostgreSQL shows no stock movement yet (initial = available)
+-- ARGV[8] buckets: how many stock buckets the SKU has (this call sets up one
+--         of them: KEYS are that bucket's; initial and available its share)
 --
 -- Returns {code, available}: 1 counters created, 0 counters kept (live SKU),
 -- -1 counters missing but PostgreSQL has movements: nothing written to the
 --    counters; Redis must be rebuilt from PostgreSQL (open reservations and
 --    orders would otherwise be forgotten and stock oversold).
 redis.call('HSET', KEYS[2], 'start_ms', ARGV[3], 'end_ms', ARGV[4],
-    'order_deadline_ms', ARGV[5], 'payment_timeout_ms', ARGV[6])
+    'order_deadline_ms', ARGV[5], 'payment_timeout_ms', ARGV[6], 'buckets', ARGV[8])
 if redis.call('EXISTS', KEYS[1]) == 1 then
     return {0, tonumber(redis.call('HGET', KEYS[1], 'available') or '0')}
 end

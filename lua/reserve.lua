@@ -17,11 +17,15 @@
 -- ARGV[4] user_id         ARGV[5] activity_id    ARGV[6] sku_id
 -- ARGV[7] now_ms          ARGV[8] id_key_version ARGV[9] schema_version
 -- ARGV[10] ttl_ms (garbage collection only)      ARGV[11] send_due_at_ms
+-- ARGV[12] bucket: the SKU's stock bucket these keys are (lua.BucketOf the
+--          user; 0 for a SKU of one bucket), recorded in the reservation
 --
 -- Returns {code, reservation_id, detail}:
 --   1  RESERVED           new reservation; detail = business_deadline_ms
 --   2  DUPLICATE_REQUEST  this request was admitted before; detail = its current status
---  -1  SOLD_OUT           detail = the counter's holders_version
+--  -1  SOLD_OUT           detail = the counter's holders_version; a SKU of
+--                         several buckets also counts sold_out_hits, the
+--                         demand the rebalancer moves stock to
 --  -2  ALREADY_RESERVED   this user holds another reservation; reservation_id = that one
 --  -3  NOT_STARTED        -4  ENDED        -5  NOT_CONFIGURED
 
@@ -52,7 +56,7 @@ if holder then
 end
 
 -- 3. Sale window.
-local meta = redis.call('HMGET', KEYS[2], 'start_ms', 'end_ms', 'order_deadline_ms')
+local meta = redis.call('HMGET', KEYS[2], 'start_ms', 'end_ms', 'order_deadline_ms', 'buckets')
 if not meta[1] or not meta[2] or not meta[3] then
     return {-5, '', 'NOT_CONFIGURED'}
 end
@@ -67,6 +71,9 @@ end
 -- 4. Stock.
 local available = tonumber(redis.call('HGET', KEYS[1], 'available') or '0')
 if available <= 0 then
+    if tonumber(meta[4] or '1') > 1 then
+        redis.call('HINCRBY', KEYS[1], 'sold_out_hits', 1)
+    end
     return {-1, '', tonumber(redis.call('HGET', KEYS[1], 'holders_version') or '0')}
 end
 
@@ -90,7 +97,8 @@ redis.call('HSET', KEYS[3],
     'reserved_at_ms', ARGV[7],
     'business_deadline_ms', deadline,
     'send_attempts', 0,
-    'last_error', '')
+    'last_error', '',
+    'bucket', ARGV[12])
 redis.call('PEXPIRE', KEYS[3], ARGV[10])
 redis.call('ZADD', KEYS[6], ARGV[11], ARGV[1])
 redis.call('SET', KEYS[4], ARGV[1], 'PX', ARGV[10])

@@ -271,7 +271,7 @@ func (s *saga) compensate(ctx workflow.Context) (SagaState, error) {
 	m := s.in.Message
 	var c activities.CompensateResult
 	if err := workflow.ExecuteActivity(dbActivity(ctx), act.Compensate, activities.CompensateInput{
-		ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID,
+		ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID, Bucket: m.Bucket,
 	}).Get(ctx, &c); err != nil {
 		return s.state, err
 	}

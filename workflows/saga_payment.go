@@ -84,7 +84,7 @@ func (s *saga) project(ctx workflow.Context, step string) error {
 	m := s.in.Message
 	var p activities.ProjectionResult
 	if err := s.forward(ctx, act.ProjectOrderCreated, activities.ProjectionInput{
-		ReservationID: m.ReservationID, OrderID: s.orderID(), ActivityID: m.ActivityID, SKUID: m.SKUID,
+		ReservationID: m.ReservationID, OrderID: s.orderID(), ActivityID: m.ActivityID, SKUID: m.SKUID, Bucket: m.Bucket,
 	}, &p); err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func (s *saga) release(ctx workflow.Context) error {
 	m := s.in.Message
 	var r activities.ProjectionResult
 	if err := workflow.ExecuteActivity(dbActivity(ctx), act.ReleaseRedis, activities.ReleaseInput{
-		ReservationID: m.ReservationID, OrderID: s.orderID(), ActivityID: m.ActivityID, SKUID: m.SKUID,
+		ReservationID: m.ReservationID, OrderID: s.orderID(), ActivityID: m.ActivityID, SKUID: m.SKUID, Bucket: m.Bucket,
 	}).Get(ctx, &r); err != nil {
 		return err
 	}

@@ -18,15 +18,19 @@ const TypeOrderCreateRequested = "ORDER_CREATE_REQUESTED"
 
 // OrderCreateRequested asks the order saga to create the order of one reservation.
 type OrderCreateRequested struct {
-	SchemaVersion    int        `json:"schema_version"`
-	EventType        string     `json:"event_type"`
-	MessageID        uuid.UUID  `json:"message_id"`
-	MessageKey       string     `json:"message_key"`
-	RequestID        uuid.UUID  `json:"request_id"`
-	ReservationID    uuid.UUID  `json:"reservation_id"`
-	ActivityID       int64      `json:"activity_id"`
-	SKUID            int64      `json:"sku_id"`
-	UserID           int64      `json:"user_id"`
+	SchemaVersion int       `json:"schema_version"`
+	EventType     string    `json:"event_type"`
+	MessageID     uuid.UUID `json:"message_id"`
+	MessageKey    string    `json:"message_key"`
+	RequestID     uuid.UUID `json:"request_id"`
+	ReservationID uuid.UUID `json:"reservation_id"`
+	ActivityID    int64     `json:"activity_id"`
+	SKUID         int64     `json:"sku_id"`
+	UserID        int64     `json:"user_id"`
+	// Bucket is the SKU's Redis stock bucket the reservation was taken from
+	// (docs/scale.md): where its compensation, projection and release go.
+	// Absent for a SKU of one bucket, so those messages are unchanged.
+	Bucket           int        `json:"bucket,omitempty"`
 	KeyVersion       int        `json:"key_version"`
 	OrderID          *uuid.UUID `json:"order_id"`
 	ReservedAt       time.Time  `json:"reserved_at"`
@@ -36,6 +40,9 @@ type OrderCreateRequested struct {
 	RetryCount int       `json:"retry_count"`
 	Trace      TraceInfo `json:"trace"`
 }
+
+// MaxBuckets bounds a SKU's stock buckets (lua.MaxBuckets).
+const MaxBuckets = 64
 
 // TraceInfo carries the trace context across the broker.
 type TraceInfo struct {
@@ -72,6 +79,8 @@ func (m OrderCreateRequested) Validate() error {
 		return &ValidationError{"sku_id", "must be positive"}
 	case m.UserID <= 0:
 		return &ValidationError{"user_id", "must be positive"}
+	case m.Bucket < 0 || m.Bucket >= MaxBuckets:
+		return &ValidationError{"bucket", fmt.Sprintf("must be between 0 and %d", MaxBuckets-1)}
 	case m.ReservedAt.IsZero():
 		return &ValidationError{"reserved_at", "missing"}
 	case !m.BusinessDeadline.After(m.ReservedAt):

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
 )
 
@@ -76,6 +77,9 @@ type Report struct {
 	OrderID       *uuid.UUID `json:"order_id,omitempty"`
 	ActivityID    int64      `json:"activity_id"`
 	SKUID         int64      `json:"sku_id"`
+	// Bucket is the SKU's Redis stock bucket that holds the reservation
+	// (docs/scale.md; 0 for a SKU of one bucket).
+	Bucket int `json:"bucket"`
 	// Status is each side's view in one line each.
 	Status   Statuses `json:"status"`
 	Redis    Redis    `json:"redis"`
@@ -160,20 +164,27 @@ func (e *Explainer) resolve(ctx context.Context, rep *Report) error {
 		) x ORDER BY o LIMIT 1`, id).Scan(&rid, &kind)
 	if err == nil {
 		rep.Kind, rep.ReservationID = kind, rid
-		return e.pool.QueryRow(ctx, `SELECT activity_id, sku_id FROM inventory_reservation WHERE reservation_id = $1`, rid).
-			Scan(&rep.ActivityID, &rep.SKUID)
+		var user int64
+		var buckets int
+		if err := e.pool.QueryRow(ctx, `SELECT r.activity_id, r.sku_id, r.user_id, COALESCE(i.buckets, 1)
+			FROM inventory_reservation r LEFT JOIN sku_inventory i ON i.activity_id = r.activity_id AND i.sku_id = r.sku_id
+			WHERE r.reservation_id = $1`, rid).Scan(&rep.ActivityID, &rep.SKUID, &user, &buckets); err != nil {
+			return fmt.Errorf("explain %s: %w", id, err)
+		}
+		rep.Bucket = lua.BucketOf(user, buckets)
+		return nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("explain %s: %w", id, err)
 	}
 	// Not in PostgreSQL: a reservation only Redis holds (its message never arrived)?
-	a, s, ok, err := e.findInRedis(ctx, id)
+	k, ok, err := e.findInRedis(ctx, id)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownID, id)
 	}
-	rep.Kind, rep.ReservationID, rep.ActivityID, rep.SKUID = KindReservation, id, a, s
+	rep.Kind, rep.ReservationID, rep.ActivityID, rep.SKUID, rep.Bucket = KindReservation, id, k.ActivityID, k.SKUID, k.Bucket
 	return nil
 }

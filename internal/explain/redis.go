@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -32,32 +32,30 @@ type Redis struct {
 
 // findInRedis looks for a reservation hash with id among the active SKUs
 // (a reservation PostgreSQL never saw).
-func (e *Explainer) findInRedis(ctx context.Context, id uuid.UUID) (activityID, skuID int64, ok bool, err error) {
+func (e *Explainer) findInRedis(ctx context.Context, id uuid.UUID) (lua.Keys, bool, error) {
 	skus, err := e.rdb.SMembers(ctx, lua.ActiveSKUs).Result()
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("explain %s: list active SKUs: %w", id, err)
+		return lua.Keys{}, false, fmt.Errorf("explain %s: list active SKUs: %w", id, err)
 	}
 	for _, s := range skus {
-		a, k, found := strings.Cut(s, ":")
-		ai, err1 := strconv.ParseInt(a, 10, 64)
-		ki, err2 := strconv.ParseInt(k, 10, 64)
-		if !found || err1 != nil || err2 != nil {
+		k, err := reservation.SKUKey(s)
+		if err != nil {
 			continue
 		}
-		n, err := e.rdb.Exists(ctx, lua.Keys{ActivityID: ai, SKUID: ki}.Reservation(id.String())).Result()
+		n, err := e.rdb.Exists(ctx, k.Reservation(id.String())).Result()
 		if err != nil {
-			return 0, 0, false, fmt.Errorf("explain %s: look in Redis: %w", id, err)
+			return lua.Keys{}, false, fmt.Errorf("explain %s: look in Redis: %w", id, err)
 		}
 		if n == 1 {
-			return ai, ki, true, nil
+			return k, true, nil
 		}
 	}
-	return 0, 0, false, nil
+	return lua.Keys{}, false, nil
 }
 
 // readRedis fills the Redis part of the report and its events.
 func (e *Explainer) readRedis(ctx context.Context, rep *Report) error {
-	k := lua.Keys{ActivityID: rep.ActivityID, SKUID: rep.SKUID}
+	k := lua.Keys{ActivityID: rep.ActivityID, SKUID: rep.SKUID, Bucket: rep.Bucket}
 	rid := rep.ReservationID.String()
 	pipe := e.rdb.Pipeline()
 	hash := pipe.HGetAll(ctx, k.Reservation(rid))

@@ -12,7 +12,11 @@ import (
 // the timeline oldest first, the saga, and the verdict.
 func (rep Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s: reservation %s, sale %d, SKU %d\n", rep.Kind, rep.ID, rep.ReservationID, rep.ActivityID, rep.SKUID)
+	fmt.Fprintf(&b, "%s %s: reservation %s, sale %d, SKU %d", rep.Kind, rep.ID, rep.ReservationID, rep.ActivityID, rep.SKUID)
+	if rep.Bucket > 0 {
+		fmt.Fprintf(&b, ", stock bucket %d", rep.Bucket)
+	}
+	b.WriteString("\n")
 	if rep.OrderID != nil {
 		fmt.Fprintf(&b, "order %s\n", *rep.OrderID)
 	}

@@ -33,31 +33,48 @@ type Snapshot struct {
 	// that paid it, not (yet) refunded.
 	ExtraPayments int64
 	RedisPresent  bool
+	// Buckets is the SKU's stock bucket count (docs/scale.md). The Redis
+	// figures above are sums over its buckets; RedisInTransfer is the units
+	// taken from one bucket by a transfer and not yet given to the other.
+	Buckets         int             `json:"buckets"`
+	RedisInTransfer int64           `json:"redis_in_transfer"`
+	RedisBuckets    []BucketCounter `json:"redis_buckets,omitempty"`
+}
+
+// BucketCounter is one bucket's Redis counter.
+type BucketCounter struct {
+	Bucket                                     int
+	Initial, Available, Open, Committed        int64
+	TransferredIn, TransferredOut, SoldOutHits int64
+	Present                                    bool
+}
+
+// Delta is the bucket's conservation error: initial + transferred in −
+// transferred out − available − open_reserved − committed (0 when it holds).
+func (b BucketCounter) Delta() int64 {
+	return b.Initial + b.TransferredIn - b.TransferredOut - b.Available - b.Open - b.Committed
+}
+
+// RedisDelta is the SKU's Redis conservation error over its buckets: Σ
+// initial − Σ available − in transfer − Σ open_reserved − Σ committed.
+func (s Snapshot) RedisDelta() int64 {
+	return s.RedisInitial - s.RedisAvailable - s.RedisInTransfer - s.RedisOpen - s.RedisCommitted
 }
 
 // Take reads the snapshot.
 func Take(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activityID, skuID int64) (Snapshot, error) {
 	var s Snapshot
 	if err := pool.QueryRow(ctx, `
-		SELECT i.initial_stock, i.available_stock, i.occupied_stock, i.sold_stock,
+		SELECT i.initial_stock, i.available_stock, i.occupied_stock, i.sold_stock, i.buckets,
 		       (SELECT count(*) FROM orders o WHERE o.activity_id = i.activity_id AND o.sku_id = i.sku_id
 		          AND o.status NOT IN ('CANCELLED', 'REFUNDED'))
 		FROM sku_inventory i WHERE i.activity_id = $1 AND i.sku_id = $2`, activityID, skuID).
-		Scan(&s.PGInitial, &s.PGAvailable, &s.PGOccupied, &s.PGSold, &s.ValidOrders); err != nil {
+		Scan(&s.PGInitial, &s.PGAvailable, &s.PGOccupied, &s.PGSold, &s.Buckets, &s.ValidOrders); err != nil {
 		return s, fmt.Errorf("read sku_inventory %d/%d: %w", activityID, skuID, err)
 	}
-	k := lua.Keys{ActivityID: activityID, SKUID: skuID}
-	v, err := rdb.HMGet(ctx, k.Counter(), "initial", "available", "open_reserved", "committed", "compensated_total", "released_total").Result()
-	if err != nil {
-		return s, fmt.Errorf("read redis counters: %w", err)
+	if err := s.readRedis(ctx, rdb, lua.SKU{ActivityID: activityID, SKUID: skuID, Buckets: s.Buckets}); err != nil {
+		return s, err
 	}
-	s.RedisPresent = v[0] != nil
-	n := func(x any) int64 {
-		i, _ := strconv.ParseInt(fmt.Sprint(x), 10, 64)
-		return i
-	}
-	s.RedisInitial, s.RedisAvailable, s.RedisOpen, s.RedisCommitted = n(v[0]), n(v[1]), n(v[2]), n(v[3])
-	s.RedisCompensated, s.RedisReleased = n(v[4]), n(v[5])
 	if err := pool.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE status = 'PAID'),
 		       count(*) FILTER (WHERE status = 'CANCELLED'),
@@ -85,6 +102,44 @@ func Take(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activityID
 		return s, fmt.Errorf("count compensations: %w", err)
 	}
 	return s, nil
+}
+
+// readRedis sums the counters of every bucket (one pipeline; on Redis
+// Cluster it is split by slot).
+func (s *Snapshot) readRedis(ctx context.Context, rdb redis.Cmdable, sku lua.SKU) error {
+	fields := []string{"initial", "available", "open_reserved", "committed", "compensated_total", "released_total",
+		"xfer_in", "xfer_out", "sold_out_hits"}
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, 0, sku.Buckets)
+	for _, k := range sku.All() {
+		cmds = append(cmds, pipe.HMGet(ctx, k.Counter(), fields...))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("read redis counters: %w", err)
+	}
+	n := func(x any) int64 {
+		i, _ := strconv.ParseInt(fmt.Sprint(x), 10, 64)
+		return i
+	}
+	var in, out int64
+	for b, c := range cmds {
+		v := c.Val()
+		bc := BucketCounter{Bucket: b, Present: v[0] != nil, Initial: n(v[0]), Available: n(v[1]), Open: n(v[2]),
+			Committed: n(v[3]), TransferredIn: n(v[6]), TransferredOut: n(v[7]), SoldOutHits: n(v[8])}
+		s.RedisPresent = s.RedisPresent || bc.Present
+		s.RedisInitial += bc.Initial
+		s.RedisAvailable += bc.Available
+		s.RedisOpen += bc.Open
+		s.RedisCommitted += bc.Committed
+		s.RedisCompensated += n(v[4])
+		s.RedisReleased += n(v[5])
+		in, out = in+bc.TransferredIn, out+bc.TransferredOut
+		if sku.Buckets > 1 {
+			s.RedisBuckets = append(s.RedisBuckets, bc)
+		}
+	}
+	s.RedisInTransfer = out - in
+	return nil
 }
 
 // OverdueGrace is how long past its payment deadline an order may still be
@@ -183,8 +238,18 @@ func checkStock(s Snapshot, quiescent bool, add func(inv, format string, a ...an
 		add("I7", "PostgreSQL initial %d != available %d + occupied %d + sold %d (delta %d)", s.PGInitial, s.PGAvailable, s.PGOccupied, s.PGSold, d)
 	}
 	if s.RedisPresent {
-		if d := s.RedisInitial - s.RedisAvailable - s.RedisOpen - s.RedisCommitted; d != 0 {
-			add("I7", "Redis initial %d != available %d + open_reserved %d + committed %d (delta %d)", s.RedisInitial, s.RedisAvailable, s.RedisOpen, s.RedisCommitted, d)
+		if d := s.RedisDelta(); d != 0 {
+			add("I7", "Redis initial %d != available %d + in transfer %d + open_reserved %d + committed %d (delta %d)",
+				s.RedisInitial, s.RedisAvailable, s.RedisInTransfer, s.RedisOpen, s.RedisCommitted, d)
+		}
+		for _, b := range s.RedisBuckets {
+			if d := b.Delta(); d != 0 || b.Available < 0 {
+				add("I7", "Redis bucket %d: initial %d + transferred in %d - out %d != available %d + open_reserved %d + committed %d (delta %d)",
+					b.Bucket, b.Initial, b.TransferredIn, b.TransferredOut, b.Available, b.Open, b.Committed, d)
+			}
+		}
+		if s.RedisInTransfer < 0 {
+			add("I7", "Redis buckets received %d more units by transfer than were given", -s.RedisInTransfer)
 		}
 		if quiescent && s.RedisCommitted != s.PGOccupied+s.PGSold {
 			add("I7", "after quiescence Redis committed %d != PostgreSQL occupied %d + sold %d", s.RedisCommitted, s.PGOccupied, s.PGSold)

@@ -20,6 +20,9 @@ type CompensateInput struct {
 	ReservationID uuid.UUID
 	ActivityID    int64
 	SKUID         int64
+	// Bucket is the SKU's stock bucket the unit was taken from (the
+	// message's; 0 for a SKU of one bucket).
+	Bucket int `json:",omitempty"`
 }
 
 // CompensateResult is the end of one compensation attempt.
@@ -90,7 +93,7 @@ func (s *Store) Compensate(ctx context.Context, in CompensateInput, owner string
 
 // compensateRedis runs compensate.lua with the fixed compensation id.
 func (s *Store) compensateRedis(ctx context.Context, in CompensateInput, r compensationSubject) (lua.CompensateReply, error) {
-	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
+	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID, Bucket: in.Bucket}
 	reply, err := lua.Compensate(ctx, s.rdb, k, lua.CompensateArgs{ReservationID: in.ReservationID.String(),
 		CompensationID: CompensationKey(in.ReservationID), UserID: r.userID, NowMS: time.Now().UnixMilli(),
 		TTL: s.terminalTTL,

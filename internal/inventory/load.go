@@ -12,6 +12,7 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/lua"
 )
 
 // ReservationState is where a reservation stands in PostgreSQL: what a saga
@@ -58,12 +59,18 @@ func (s *Store) Load(ctx context.Context, rid uuid.UUID) (ReservationState, erro
 func Message(ctx context.Context, db pg.Querier, rid uuid.UUID) (events.OrderCreateRequested, error) {
 	m := events.OrderCreateRequested{SchemaVersion: ids.SchemaVersion, EventType: events.TypeOrderCreateRequested,
 		ReservationID: rid, MessageKey: rid.String()}
-	err := db.QueryRow(ctx, `SELECT message_id, request_id, activity_id, sku_id, user_id, reserved_at, business_deadline
-		FROM inventory_reservation WHERE reservation_id = $1`, rid).
-		Scan(&m.MessageID, &m.RequestID, &m.ActivityID, &m.SKUID, &m.UserID, &m.ReservedAt, &m.BusinessDeadline)
+	var buckets int
+	err := db.QueryRow(ctx, `SELECT r.message_id, r.request_id, r.activity_id, r.sku_id, r.user_id, r.reserved_at,
+			r.business_deadline, COALESCE(i.buckets, 1)
+		FROM inventory_reservation r LEFT JOIN sku_inventory i ON i.activity_id = r.activity_id AND i.sku_id = r.sku_id
+		WHERE r.reservation_id = $1`, rid).
+		Scan(&m.MessageID, &m.RequestID, &m.ActivityID, &m.SKUID, &m.UserID, &m.ReservedAt, &m.BusinessDeadline, &buckets)
 	if err != nil {
 		return m, fmt.Errorf("read reservation %s: %w", rid, err)
 	}
+	// The bucket is a function of the user and the SKU's fixed bucket count,
+	// so it is the one the gateway's message carried.
+	m.Bucket = lua.BucketOf(m.UserID, buckets)
 	m.ReservedAt, m.BusinessDeadline = m.ReservedAt.UTC(), m.BusinessDeadline.UTC()
 	return m, nil
 }

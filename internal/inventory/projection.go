@@ -15,6 +15,7 @@ type ProjectionInput struct {
 	OrderID       uuid.UUID
 	ActivityID    int64
 	SKUID         int64
+	Bucket        int `json:",omitempty"` // the SKU's stock bucket (the message's)
 }
 
 // ProjectionResult is order_created.lua's (or release.lua's) answer.
@@ -28,7 +29,7 @@ type ProjectionResult struct {
 // conflicting Redis reservation changes nothing and is reported: PostgreSQL
 // holds the order; reconciliation rebuilds the projection.
 func (s *Store) ProjectOrderCreated(ctx context.Context, in ProjectionInput) (ProjectionResult, error) {
-	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
+	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID, Bucket: in.Bucket}
 	reply, err := lua.OrderCreated(ctx, s.rdb, k, lua.OrderCreatedArgs{ReservationID: in.ReservationID.String(),
 		OrderID: in.OrderID.String()})
 	if err != nil {
@@ -48,12 +49,13 @@ type ReleaseInput struct {
 	OrderID       uuid.UUID
 	ActivityID    int64
 	SKUID         int64
+	Bucket        int `json:",omitempty"` // the SKU's stock bucket (the message's)
 }
 
 // ReleaseRedis gives a cancelled order's unit back to Redis stock once
 // (lua/release.lua). Only after PostgreSQL durably cancelled the order.
 func (s *Store) ReleaseRedis(ctx context.Context, in ReleaseInput) (ProjectionResult, error) {
-	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID}
+	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID, Bucket: in.Bucket}
 	rid := in.ReservationID.String()
 	reply, err := lua.Release(ctx, s.rdb, k, lua.ReleaseArgs{ReservationID: rid, ReleaseID: "RELEASE:" + in.OrderID.String(),
 		NowMS: time.Now().UnixMilli(), TTL: s.terminalTTL})

@@ -147,16 +147,16 @@ func (r *Reconciler) Run(ctx context.Context, activityID int64) (Report, error) 
 		Summary: map[string]int{}, Anomalies: []Anomaly{}}
 	r.m.WatermarkLag.Set(r.watermark.Seconds())
 	rows, err := r.pool.Query(ctx, `
-		SELECT i.activity_id, i.sku_id FROM sku_inventory i JOIN sale_activity a ON a.activity_id = i.activity_id
+		SELECT i.activity_id, i.sku_id, i.buckets FROM sku_inventory i JOIN sale_activity a ON a.activity_id = i.activity_id
 		WHERE ($1::bigint = 0 OR i.activity_id = $1) AND a.ends_at > clock_timestamp() - interval '7 days'
 		ORDER BY 1, 2`, activityID)
 	if err != nil {
 		return rep, fmt.Errorf("list skus: %w", err)
 	}
-	var skus []lua.Keys
+	var skus []lua.SKU
 	for rows.Next() {
-		var k lua.Keys
-		if err := rows.Scan(&k.ActivityID, &k.SKUID); err != nil {
+		var k lua.SKU
+		if err := rows.Scan(&k.ActivityID, &k.SKUID, &k.Buckets); err != nil {
 			rows.Close()
 			return rep, err
 		}
@@ -204,7 +204,7 @@ func abs(v int64) int64 {
 	return v
 }
 
-func (r *Reconciler) sku(ctx context.Context, k lua.Keys, rep *Report) (pgD, redisD, crossD int64, err error) {
+func (r *Reconciler) sku(ctx context.Context, k lua.SKU, rep *Report) (pgD, redisD, crossD int64, err error) {
 	snap, err := invariants.Take(ctx, r.pool, r.rdb, k.ActivityID, k.SKUID)
 	if err != nil {
 		return 0, 0, 0, err
@@ -215,8 +215,8 @@ func (r *Reconciler) sku(ctx context.Context, k lua.Keys, rep *Report) (pgD, red
 		r.manual(ctx, rep, PGInvariant, skuObj, pgD, fmt.Sprintf("PostgreSQL initial - available - occupied - sold = %d", pgD), evidence)
 	}
 	if snap.RedisPresent {
-		if redisD = snap.RedisInitial - snap.RedisAvailable - snap.RedisOpen - snap.RedisCommitted; redisD != 0 {
-			r.manual(ctx, rep, RedisInvariant, skuObj, redisD, fmt.Sprintf("Redis initial - available - open_reserved - committed = %d: rebuild Redis from PostgreSQL (seckill redis rebuild)", redisD), evidence)
+		if redisD = snap.RedisDelta(); redisD != 0 {
+			r.manual(ctx, rep, RedisInvariant, skuObj, redisD, fmt.Sprintf("Redis initial - available - in transfer - open_reserved - committed = %d (over %d buckets): rebuild Redis from PostgreSQL (seckill redis rebuild)", redisD, k.Buckets), evidence)
 		}
 	}
 	n, err := r.reservations(ctx, k, rep)
@@ -224,10 +224,12 @@ func (r *Reconciler) sku(ctx context.Context, k lua.Keys, rep *Report) (pgD, red
 		return 0, 0, 0, err
 	}
 	rep.Checked += n
-	if n, err = r.unsettled(ctx, k, rep); err != nil {
-		return 0, 0, 0, err
+	for _, b := range k.All() {
+		if n, err = r.unsettled(ctx, b, rep); err != nil {
+			return 0, 0, 0, err
+		}
+		rep.Checked += n
 	}
-	rep.Checked += n
 	// The cross-system relation holds exactly only when nothing is in flight.
 	if snap.RedisPresent && snap.RedisOpen == 0 {
 		var inFlight int

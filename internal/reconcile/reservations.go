@@ -21,33 +21,36 @@ type resRow struct {
 	orderID  *uuid.UUID
 	order    *state.Order
 	deadline time.Time
+	k        lua.Keys // the reservation's bucket
 }
 
 // reservations walks PostgreSQL reservations older than the watermark.
-func (r *Reconciler) reservations(ctx context.Context, k lua.Keys, rep *Report) (int, error) {
+func (r *Reconciler) reservations(ctx context.Context, sku lua.SKU, rep *Report) (int, error) {
 	rows, err := r.pool.Query(ctx, `
-		SELECT r.reservation_id, r.status, r.version, r.order_id, o.status, r.business_deadline
+		SELECT r.reservation_id, r.status, r.version, r.order_id, o.status, r.business_deadline, r.user_id
 		FROM inventory_reservation r LEFT JOIN orders o ON o.order_id = r.order_id
 		WHERE r.activity_id = $1 AND r.sku_id = $2 AND r.updated_at < $3
 		  AND r.status IN ('RESERVED', 'ORDER_CREATED', 'ORDER_REJECTED', 'COMPENSATING', 'COMPENSATED', 'CANCELLED')`,
-		k.ActivityID, k.SKUID, rep.Watermark)
+		sku.ActivityID, sku.SKUID, rep.Watermark)
 	if err != nil {
 		return 0, fmt.Errorf("list reservations: %w", err)
 	}
 	var list []resRow
 	for rows.Next() {
 		var x resRow
-		if err := rows.Scan(&x.id, &x.status, &x.version, &x.orderID, &x.order, &x.deadline); err != nil {
+		var userID int64
+		if err := rows.Scan(&x.id, &x.status, &x.version, &x.orderID, &x.order, &x.deadline, &userID); err != nil {
 			rows.Close()
 			return 0, err
 		}
+		x.k = sku.For(userID)
 		list = append(list, x)
 	}
 	rows.Close()
 	pipe := r.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(list))
 	for i, x := range list {
-		cmds[i] = pipe.HMGet(ctx, k.Reservation(x.id.String()), "status")
+		cmds[i] = pipe.HMGet(ctx, x.k.Reservation(x.id.String()), "status")
 	}
 	if len(list) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -67,12 +70,12 @@ func (r *Reconciler) reservations(ctx context.Context, k lua.Keys, rep *Report) 
 			}
 			if redisStatus == "" || redisStatus == state.ReservationReserved {
 				r.auto(ctx, rep, ProjectionBehind, obj, x.version, "ORDER_CREATED", ev, func() (string, error) {
-					return r.rebuildProjection(ctx, k, x, redisStatus)
+					return r.rebuildProjection(ctx, x.k, x, redisStatus)
 				})
 			}
 		case state.ReservationOrderRejected, state.ReservationCompensating:
 			r.auto(ctx, rep, CompensationStall, obj, x.version, "COMPENSATED", ev, func() (string, error) {
-				c, err := r.stores.Inventory.Compensate(ctx, inventory.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID}, leaseOwner())
+				c, err := r.stores.Inventory.Compensate(ctx, inventory.CompensateInput{ReservationID: x.id, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket}, leaseOwner())
 				return c.Status + " " + c.Reason, err
 			})
 		case state.ReservationCancelled:
@@ -80,7 +83,7 @@ func (r *Reconciler) reservations(ctx context.Context, k lua.Keys, rep *Report) 
 			// the unit in Redis: the saga stopped before its release.
 			if redisStatus == state.ReservationOrderCreated && x.orderID != nil {
 				r.auto(ctx, rep, ReleaseMissing, obj, x.version, "CANCELLED", ev, func() (string, error) {
-					p, err := r.stores.Inventory.ReleaseRedis(ctx, inventory.ReleaseInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID})
+					p, err := r.stores.Inventory.ReleaseRedis(ctx, inventory.ReleaseInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket})
 					return fmt.Sprintf("release.lua %d %s", p.Code, p.Text), err
 				})
 			}
@@ -95,7 +98,7 @@ func (r *Reconciler) reservations(ctx context.Context, k lua.Keys, rep *Report) 
 					if err != nil || st != state.ReservationOrderRejected {
 						return string(st), err
 					}
-					c, err := r.stores.Inventory.Compensate(ctx, inventory.CompensateInput{ReservationID: x.id, ActivityID: k.ActivityID, SKUID: k.SKUID}, leaseOwner())
+					c, err := r.stores.Inventory.Compensate(ctx, inventory.CompensateInput{ReservationID: x.id, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket}, leaseOwner())
 					return "ORDER_REJECTED then " + c.Status + " " + c.Reason, err
 				})
 			}
@@ -112,7 +115,7 @@ func (r *Reconciler) rebuildProjection(ctx context.Context, k lua.Keys, x resRow
 		return "", errors.New("ORDER_CREATED without order_id")
 	}
 	if redisStatus == state.ReservationReserved {
-		p, err := r.stores.Inventory.ProjectOrderCreated(ctx, inventory.ProjectionInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID})
+		p, err := r.stores.Inventory.ProjectOrderCreated(ctx, inventory.ProjectionInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: k.Bucket})
 		return fmt.Sprintf("order_created.lua %d %s", p.Code, p.Text), err
 	}
 	key := k.Reservation(x.id.String())

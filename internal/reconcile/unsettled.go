@@ -111,7 +111,7 @@ func (r *Reconciler) unsettledPage(ctx context.Context, k lua.Keys, rep *Report,
 			case st != state.ReservationOrderRejected:
 				return "reservation is " + string(st) + ": decided meanwhile, left to its saga", nil
 			}
-			c, err := r.stores.Inventory.Compensate(ctx, inventory.CompensateInput{ReservationID: id, ActivityID: k.ActivityID, SKUID: k.SKUID}, leaseOwner())
+			c, err := r.stores.Inventory.Compensate(ctx, inventory.CompensateInput{ReservationID: id, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: k.Bucket}, leaseOwner())
 			return "ORDER_REJECTED then " + c.Status + " " + c.Reason, err
 		})
 	}

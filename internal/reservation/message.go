@@ -19,6 +19,7 @@ type Fields struct {
 	ActivityID    int64
 	SKUID         int64
 	UserID        int64
+	Bucket        int // the SKU's stock bucket (lua.Keys.Bucket)
 	SchemaVersion int
 	KeyVersion    int
 	ReservedAtMS  int64
@@ -42,6 +43,7 @@ func (f Fields) Message() events.OrderCreateRequested {
 		ActivityID:       f.ActivityID,
 		SKUID:            f.SKUID,
 		UserID:           f.UserID,
+		Bucket:           f.Bucket,
 		KeyVersion:       f.KeyVersion,
 		ReservedAt:       time.UnixMilli(f.ReservedAtMS).UTC(),
 		BusinessDeadline: time.UnixMilli(f.DeadlineMS).UTC(),
@@ -84,6 +86,9 @@ func ParseFields(h map[string]string) (Fields, error) {
 	f.ReservedAtMS = num("reserved_at_ms")
 	f.DeadlineMS = num("business_deadline_ms")
 	f.SendAttempts = int(num("send_attempts"))
+	if _, ok := h["bucket"]; ok { // absent in hashes written before buckets
+		f.Bucket = int(num("bucket"))
+	}
 	f.Status, f.MQState = h["status"], h["mq_state"]
 	return f, err
 }

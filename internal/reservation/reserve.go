@@ -90,6 +90,7 @@ type Reserver struct {
 	log     *slog.Logger
 	now     func() time.Time
 	soldOut soldOut // the SKUs known sold out, and their holders (soldout.go)
+	buckets *Buckets
 
 	// The immediate sends, batched (see sender.go).
 	queue     chan sendItem
@@ -118,7 +119,7 @@ func NewReserver(rdb redis.Cmdable, d *ids.Deriver, pub BatchPublisher, opt Opti
 	if opt.Linger <= 0 {
 		opt.Linger = time.Millisecond
 	}
-	r := &Reserver{rdb: rdb, ids: d, pub: pub, opt: opt, m: m, fp: fp, log: log, now: time.Now,
+	r := &Reserver{rdb: rdb, ids: d, pub: pub, opt: opt, m: m, fp: fp, log: log, now: time.Now, buckets: NewBuckets(rdb),
 		queue: make(chan sendItem, 16*opt.MaxBatch), stopped: make(chan struct{})}
 	go r.sendLoop()
 	return r, nil
@@ -145,7 +146,10 @@ func (r *Reserver) Reserve(ctx context.Context, userID, activityID, skuID int64,
 }
 
 func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64, requestID uuid.UUID) (Result, error) {
-	k := lua.Keys{ActivityID: activityID, SKUID: skuID}
+	k, err := r.buckets.Keys(ctx, userID, activityID, skuID)
+	if err != nil {
+		return Result{}, err
+	}
 	now := r.now()
 	st := r.soldOut.get(k)
 	if res, ok := st.answer(now, userID, requestID); ok {
@@ -192,7 +196,7 @@ func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64,
 	case lua.ReserveAdmitted:
 		r.m.Created.Inc()
 		f := Fields{ReservationID: id.ReservationID, MessageID: id.MessageID, RequestID: requestID,
-			ActivityID: activityID, SKUID: skuID, UserID: userID, SchemaVersion: ids.SchemaVersion,
+			ActivityID: activityID, SKUID: skuID, UserID: userID, Bucket: k.Bucket, SchemaVersion: ids.SchemaVersion,
 			KeyVersion: id.KeyVersion, ReservedAtMS: nowMS, DeadlineMS: reply.DeadlineMS}
 		if err := r.fp.Check(failpoint.AfterRedisReserve); err != nil {
 			return Result{}, err // as if the process died: the scanner must re-send
@@ -320,13 +324,26 @@ func RecheckAt(deadlineMS int64, now time.Time, after time.Duration) time.Time {
 	return time.UnixMilli(max(deadlineMS, now.UnixMilli())).Add(after)
 }
 
-// SKUKey parses an "activity:sku" member of lua.ActiveSKUs.
+// SKUKey parses a member of lua.ActiveSKUs: "activity:sku" (bucket 0) or
+// "activity:sku:bucket".
 func SKUKey(member string) (lua.Keys, error) {
-	a, sku, _ := strings.Cut(member, ":")
-	ai, err1 := strconv.ParseInt(a, 10, 64)
-	si, err2 := strconv.ParseInt(sku, 10, 64)
-	if err1 != nil || err2 != nil {
-		return lua.Keys{}, fmt.Errorf("active sku member %q is not activity:sku", member)
+	parts := strings.Split(member, ":")
+	bad := fmt.Errorf("active sku member %q is not activity:sku[:bucket]", member)
+	if len(parts) < 2 || len(parts) > 3 {
+		return lua.Keys{}, bad
 	}
-	return lua.Keys{ActivityID: ai, SKUID: si}, nil
+	ai, err1 := strconv.ParseInt(parts[0], 10, 64)
+	si, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return lua.Keys{}, bad
+	}
+	k := lua.Keys{ActivityID: ai, SKUID: si}
+	if len(parts) == 3 {
+		b, err := strconv.Atoi(parts[2])
+		if err != nil || b < 1 || b >= lua.MaxBuckets {
+			return lua.Keys{}, bad
+		}
+		k.Bucket = b
+	}
+	return k, nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
 )
 
@@ -53,18 +52,22 @@ func ClientStatus(reservationStatus state.Reservation) string {
 // StatusReader reads a reservation from the Redis projection, falling back
 // to PostgreSQL (the authority) when Redis has no record.
 type StatusReader struct {
-	rdb  redis.Cmdable
-	pool *pgxpool.Pool
+	rdb     redis.Cmdable
+	pool    *pgxpool.Pool
+	buckets *Buckets
 }
 
 // NewStatusReader returns a StatusReader; pool may be nil (Redis only).
 func NewStatusReader(rdb redis.Cmdable, pool *pgxpool.Pool) *StatusReader {
-	return &StatusReader{rdb: rdb, pool: pool}
+	return &StatusReader{rdb: rdb, pool: pool, buckets: NewBuckets(rdb)}
 }
 
 // Get returns userID's reservation rid of (activity, sku).
 func (s *StatusReader) Get(ctx context.Context, userID, activityID, skuID int64, rid uuid.UUID) (View, error) {
-	k := lua.Keys{ActivityID: activityID, SKUID: skuID}
+	k, err := s.buckets.Keys(ctx, userID, activityID, skuID)
+	if err != nil && s.pool == nil {
+		return View{}, err
+	}
 	h, err := s.rdb.HMGet(ctx, k.Reservation(rid.String()), "user_id", "status", "business_deadline_ms", "order_id").Result()
 	if err != nil && s.pool == nil {
 		return View{}, fmt.Errorf("read reservation from redis: %w", err)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -45,6 +44,10 @@ type SKU struct {
 	SKUID      int64 `json:"sku_id"`
 	Stock      int64 `json:"stock"`
 	PriceCents int64 `json:"price_cents"`
+	// Buckets splits the SKU's Redis stock into this many buckets, each in
+	// its own hash slot (docs/scale.md); 0 means 1 for a new SKU and "as set
+	// up" for an existing one. Fixed once the SKU exists.
+	Buckets int `json:"buckets,omitempty"`
 }
 
 // FieldError names the field of a definition that is wrong, and why.
@@ -89,6 +92,8 @@ func (a Activity) Validate() error {
 			return &FieldError{f("stock"), fmt.Sprintf("must be between 0 and %d", MaxStock)}
 		case s.PriceCents < 0:
 			return &FieldError{f("price_cents"), "must not be negative"}
+		case s.Buckets < 0 || s.Buckets > lua.MaxBuckets:
+			return &FieldError{f("buckets"), fmt.Sprintf("must be between 1 and %d (0 or absent: 1)", lua.MaxBuckets)}
 		}
 		seen[s.SKUID] = true
 	}
@@ -112,6 +117,8 @@ type SKUResult struct {
 	// RedisInitialised is false when Redis counters already existed (live sale).
 	RedisInitialised bool  `json:"redis_initialised"`
 	RedisAvailable   int64 `json:"redis_available"`
+	// Buckets is the SKU's stored bucket count.
+	Buckets int `json:"buckets"`
 }
 
 // ErrRedisNeedsRebuild means PostgreSQL shows stock movements for a SKU whose
@@ -138,24 +145,10 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, a Activit
 			a.ActivityID, a.Name, a.StartsAt, a.EndsAt, a.PaymentTimeoutSeconds, a.OrderDeadlineSeconds); err != nil {
 			return fmt.Errorf("upsert activity %d: %w", a.ActivityID, err)
 		}
-		for _, s := range a.SKUs {
-			r := SKUResult{SKUID: s.SKUID}
-			err := tx.QueryRow(ctx, `
-				INSERT INTO sku_inventory (activity_id, sku_id, price_cents, initial_stock, available_stock)
-				VALUES ($1, $2, $3, $4, $4)
-				ON CONFLICT (activity_id, sku_id) DO NOTHING
-				RETURNING initial_stock, available_stock, price_cents`,
-				a.ActivityID, s.SKUID, s.PriceCents, s.Stock).Scan(&r.InitialStock, &r.AvailableStock, &r.PriceCents)
-			switch {
-			case err == nil:
-				r.Created = true
-			case errors.Is(err, pgx.ErrNoRows):
-				if err := tx.QueryRow(ctx, `SELECT initial_stock, available_stock, price_cents FROM sku_inventory
-					WHERE activity_id = $1 AND sku_id = $2`, a.ActivityID, s.SKUID).Scan(&r.InitialStock, &r.AvailableStock, &r.PriceCents); err != nil {
-					return fmt.Errorf("read sku %d: %w", s.SKUID, err)
-				}
-			default:
-				return fmt.Errorf("insert sku %d: %w", s.SKUID, err)
+		for i, s := range a.SKUs {
+			r, err := upsertSKU(ctx, tx, a.ActivityID, i, s)
+			if err != nil {
+				return err
 			}
 			results = append(results, r)
 		}
@@ -172,22 +165,57 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, a Activit
 	return results, nil
 }
 
+// upsertSKU inserts the i-th SKU of the definition or reads the existing
+// row, whose stock, price and bucket count are kept.
+func upsertSKU(ctx context.Context, tx pgx.Tx, activityID int64, i int, s SKU) (SKUResult, error) {
+	r := SKUResult{SKUID: s.SKUID}
+	err := tx.QueryRow(ctx, `
+		INSERT INTO sku_inventory (activity_id, sku_id, price_cents, initial_stock, available_stock, buckets)
+		VALUES ($1, $2, $3, $4, $4, $5)
+		ON CONFLICT (activity_id, sku_id) DO NOTHING
+		RETURNING initial_stock, available_stock, price_cents, buckets`,
+		activityID, s.SKUID, s.PriceCents, s.Stock, max(s.Buckets, 1)).Scan(&r.InitialStock, &r.AvailableStock, &r.PriceCents, &r.Buckets)
+	switch {
+	case err == nil:
+		r.Created = true
+	case errors.Is(err, pgx.ErrNoRows):
+		if err := tx.QueryRow(ctx, `SELECT initial_stock, available_stock, price_cents, buckets FROM sku_inventory
+			WHERE activity_id = $1 AND sku_id = $2`, activityID, s.SKUID).Scan(&r.InitialStock, &r.AvailableStock, &r.PriceCents, &r.Buckets); err != nil {
+			return r, fmt.Errorf("read sku %d: %w", s.SKUID, err)
+		}
+		if s.Buckets != 0 && s.Buckets != r.Buckets {
+			return r, &FieldError{fmt.Sprintf("skus[%d].buckets", i), fmt.Sprintf(
+				"SKU %d exists with %d buckets: the count is fixed once set up (a user's bucket depends on it)", s.SKUID, r.Buckets)}
+		}
+	default:
+		return r, fmt.Errorf("insert sku %d: %w", s.SKUID, err)
+	}
+	return r, nil
+}
+
+// initRedis sets up every bucket of the SKU: its share of the stock, the
+// sale window and the bucket count, and its member of lua.ActiveSKUs.
 func initRedis(ctx context.Context, rdb redis.Cmdable, a Activity, r *SKUResult) error {
-	k := lua.Keys{ActivityID: a.ActivityID, SKUID: r.SKUID}
-	res, err := lua.InitSKU(ctx, rdb, k, lua.InitSKUArgs{Initial: r.InitialStock, Available: r.AvailableStock,
-		StartMS: a.StartsAt.UnixMilli(), EndMS: a.EndsAt.UnixMilli(),
-		OrderDeadline:  time.Duration(a.OrderDeadlineSeconds) * time.Second,
-		PaymentTimeout: time.Duration(a.PaymentTimeoutSeconds) * time.Second,
-		Unmoved:        r.AvailableStock == r.InitialStock})
-	if err != nil {
-		return fmt.Errorf("init redis for sku %d: %w", r.SKUID, err)
-	}
-	if res.Code == lua.InitSKUNeedsRebuild {
-		return fmt.Errorf("sku %d: %w", r.SKUID, ErrRedisNeedsRebuild)
-	}
-	r.RedisInitialised, r.RedisAvailable = res.Code == lua.InitSKUCreated, res.Available
-	if err := rdb.SAdd(ctx, lua.ActiveSKUs, strconv.FormatInt(a.ActivityID, 10)+":"+strconv.FormatInt(r.SKUID, 10)).Err(); err != nil {
-		return fmt.Errorf("register sku %d for the send-due scanner: %w", r.SKUID, err)
+	sku := lua.SKU{ActivityID: a.ActivityID, SKUID: r.SKUID, Buckets: r.Buckets}
+	initial, available := lua.Split(r.InitialStock, r.Buckets), lua.Split(r.AvailableStock, r.Buckets)
+	r.RedisInitialised, r.RedisAvailable = true, 0
+	for b, k := range sku.All() {
+		res, err := lua.InitSKU(ctx, rdb, k, lua.InitSKUArgs{Initial: initial[b], Available: available[b],
+			StartMS: a.StartsAt.UnixMilli(), EndMS: a.EndsAt.UnixMilli(),
+			OrderDeadline:  time.Duration(a.OrderDeadlineSeconds) * time.Second,
+			PaymentTimeout: time.Duration(a.PaymentTimeoutSeconds) * time.Second,
+			Unmoved:        r.AvailableStock == r.InitialStock, Buckets: r.Buckets})
+		if err != nil {
+			return fmt.Errorf("init redis for sku %d bucket %d: %w", r.SKUID, b, err)
+		}
+		if res.Code == lua.InitSKUNeedsRebuild {
+			return fmt.Errorf("sku %d bucket %d: %w", r.SKUID, b, ErrRedisNeedsRebuild)
+		}
+		r.RedisInitialised = r.RedisInitialised && res.Code == lua.InitSKUCreated
+		r.RedisAvailable += res.Available
+		if err := rdb.SAdd(ctx, lua.ActiveSKUs, k.Member()).Err(); err != nil {
+			return fmt.Errorf("register sku %d bucket %d for the send-due scanner: %w", r.SKUID, b, err)
+		}
 	}
 	return nil
 }
