@@ -24,8 +24,9 @@ type resRow struct {
 	k        lua.Keys // the reservation's bucket
 }
 
-// reservations walks PostgreSQL reservations older than the watermark.
-func (r *Reconciler) reservations(ctx context.Context, sku lua.SKU, rep *Report) (int, error) {
+// listReservations reads sku's PostgreSQL reservations older than the
+// watermark, each with its bucket's keys.
+func (r *Reconciler) listReservations(ctx context.Context, sku lua.SKU, rep *Report) ([]resRow, error) {
 	rows, err := r.pool.Query(ctx, `
 		SELECT r.reservation_id, r.status, r.version, r.order_id, o.status, r.business_deadline, r.user_id
 		FROM inventory_reservation r LEFT JOIN orders o ON o.order_id = r.order_id
@@ -33,7 +34,7 @@ func (r *Reconciler) reservations(ctx context.Context, sku lua.SKU, rep *Report)
 		  AND r.status IN ('RESERVED', 'ORDER_CREATED', 'ORDER_REJECTED', 'COMPENSATING', 'COMPENSATED', 'CANCELLED')`,
 		sku.ActivityID, sku.SKUID, rep.Watermark)
 	if err != nil {
-		return 0, fmt.Errorf("list reservations: %w", err)
+		return nil, fmt.Errorf("list reservations: %w", err)
 	}
 	var list []resRow
 	for rows.Next() {
@@ -41,12 +42,21 @@ func (r *Reconciler) reservations(ctx context.Context, sku lua.SKU, rep *Report)
 		var userID int64
 		if err := rows.Scan(&x.id, &x.status, &x.version, &x.orderID, &x.order, &x.deadline, &userID); err != nil {
 			rows.Close()
-			return 0, err
+			return nil, err
 		}
 		x.k = sku.For(userID)
 		list = append(list, x)
 	}
 	rows.Close()
+	return list, rows.Err()
+}
+
+// reservations walks PostgreSQL reservations older than the watermark.
+func (r *Reconciler) reservations(ctx context.Context, sku lua.SKU, rep *Report) (int, error) {
+	list, err := r.listReservations(ctx, sku, rep)
+	if err != nil {
+		return 0, err
+	}
 	pipe := r.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(list))
 	for i, x := range list {
