@@ -42,6 +42,7 @@ import (
 	"github.com/seckill/seckill/workers"
 	"github.com/seckill/seckill/workers/deadletter"
 	"github.com/seckill/seckill/workers/outboxrelay"
+	"github.com/seckill/seckill/workers/rebalancer"
 	"github.com/seckill/seckill/workers/refundrelay"
 	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workers/sagaworker"
@@ -59,10 +60,13 @@ const (
 	PartDeadLetter = "deadletter"
 	// PartRefunds starts the refunds of payments that landed on cancelled orders until they are done.
 	PartRefunds = "refunds"
+	// PartRebalance moves stock between the buckets of hot SKUs (docs/scale.md),
+	// beside the send-due scanner; SECKILL_REBALANCE_INTERVAL=0 switches it off.
+	PartRebalance = "rebalance"
 )
 
 // AllParts lists every worker part.
-var AllParts = []string{PartSendDue, PartStarter, PartSaga, PartOutbox, PartDeadLetter, PartRefunds}
+var AllParts = []string{PartSendDue, PartRebalance, PartStarter, PartSaga, PartOutbox, PartDeadLetter, PartRefunds}
 
 // NeedsTemporal reports whether any of parts talks to Temporal.
 func NeedsTemporal(parts []string) bool {
@@ -227,6 +231,7 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 // runs it (each returns when ctx ends).
 var parts = map[string]func(context.Context, workers.Deps) error{
 	PartSendDue:    senddue.Run,
+	PartRebalance:  rebalancer.Run,
 	PartStarter:    sagastarter.Run,
 	PartSaga:       sagaworker.Run,
 	PartOutbox:     outboxrelay.Run,

@@ -42,6 +42,13 @@ func TestRender(t *testing.T) {
 		{name: "release.lua",
 			wantKeys: []string{"seckill:{77:3}:r:rid", "seckill:{77:3}:counter", "seckill:{77:3}:rel:rid"},
 			wantArgv: []any{"rid", "RELEASE:oid", int64(1000), int64(3600000)}},
+		{name: "xfer_take.lua",
+			wantKeys: []string{"seckill:{77:3:2}:counter", "seckill:{77:3:2}:xfer:tid", "seckill:{77:3:2}:xfer_out"},
+			wantArgv: []any{"tid", "1", int64(4), int64(1000)}},
+		{name: "xfer_give.lua", wantKeys: []string{"seckill:{77:3}:counter", "seckill:{77:3}:xin:tid"},
+			wantArgv: []any{"tid", "2", int64(4), int64(3600000)}},
+		{name: "xfer_close.lua", wantKeys: []string{"seckill:{77:3:2}:xfer:tid", "seckill:{77:3:2}:xfer_out"},
+			wantArgv: []any{"tid", int64(3600000)}},
 	} {
 		switch c.name {
 		case "reserve.lua":
@@ -62,6 +69,12 @@ func TestRender(t *testing.T) {
 				TTL: time.Hour, FreeUserGuard: true}.Render(tk)
 		case "release.lua":
 			c.keys, c.argv = ReleaseArgs{ReservationID: "rid", ReleaseID: "RELEASE:oid", NowMS: 1000, TTL: time.Hour}.Render(tk)
+		case "xfer_take.lua":
+			c.keys, c.argv = XferTakeArgs{TransferID: "tid", To: 1, K: 4, NowMS: 1000}.Render(tk.InBucket(2))
+		case "xfer_give.lua":
+			c.keys, c.argv = XferGiveArgs{TransferID: "tid", From: 2, K: 4, TTL: time.Hour}.Render(tk)
+		case "xfer_close.lua":
+			c.keys, c.argv = XferCloseArgs{TransferID: "tid", TTL: time.Hour}.Render(tk.InBucket(2))
 		}
 		if !reflect.DeepEqual(c.keys, c.wantKeys) {
 			t.Errorf("%s KEYS = %q, want %q", c.name, c.keys, c.wantKeys)
@@ -89,7 +102,7 @@ func scriptSrc(t *testing.T, name string) string {
 	t.Helper()
 	s, ok := map[string]string{"reserve.lua": reserveSrc, "send_claim.lua": sendClaimSrc, "send_done.lua": sendDoneSrc,
 		"init_sku.lua": initSKUSrc, "order_created.lua": orderCreatedSrc, "compensate.lua": compensateSrc,
-		"release.lua": releaseSrc}[name]
+		"release.lua": releaseSrc, "xfer_take.lua": xferTakeSrc, "xfer_give.lua": xferGiveSrc, "xfer_close.lua": xferCloseSrc}[name]
 	if !ok {
 		t.Fatalf("no script %s", name)
 	}
@@ -143,6 +156,11 @@ func TestParseReplies(t *testing.T) {
 			CompensateReply{Code: AlreadyCompensated, Text: "ALREADY_COMPENSATED"}},
 		{"release", wrap(parseRelease), []any{int64(-5), "RELEASE_ID_CONFLICT"},
 			ReleaseReply{Code: ReleaseIDConflict, Text: "RELEASE_ID_CONFLICT"}},
+		{"xfer_take taken", wrap(parseXferTake), []any{int64(1), "SENT", int64(3)},
+			XferTakeReply{Code: XferTaken, State: TransferSent, Available: 3}},
+		{"xfer_take short", wrap(parseXferTake), []any{int64(-1), "", int64(0)}, XferTakeReply{Code: XferShort}},
+		{"xfer_give", wrap(parseXferGive), []any{int64(2), int64(5)}, XferGiveReply{Code: XferAlreadyGiven, Available: 5}},
+		{"xfer_close", wrap(parseXferClose), []any{int64(-1), "MISSING"}, XferCloseReply{Code: XferCloseMissing, State: "MISSING"}},
 	} {
 		got, err := c.parse(c.in)
 		if err != nil || !reflect.DeepEqual(got, c.want) {
@@ -175,6 +193,10 @@ func TestParseMalformedReplies(t *testing.T) {
 		{"order_created", wrap(parseOrderCreated), []any{int64(-3), "X"}, "order_created.lua", "unknown code -3"},
 		{"compensate", wrap(parseCompensate), []any{int64(1)}, "compensate.lua", "1 elements, want 2"},
 		{"release", wrap(parseRelease), nil, "release.lua", "not an array"},
+		{"xfer_take code", wrap(parseXferTake), []any{int64(3), "SENT", int64(1)}, "xfer_take.lua", "unknown code 3"},
+		{"xfer_take short reply", wrap(parseXferTake), []any{int64(1), "SENT"}, "xfer_take.lua", "2 elements, want 3"},
+		{"xfer_give available", wrap(parseXferGive), []any{int64(1), "5"}, "xfer_give.lua", "element 2 is string"},
+		{"xfer_close code", wrap(parseXferClose), []any{int64(3), "X"}, "xfer_close.lua", "unknown code 3"},
 	} {
 		_, err := c.parse(c.in)
 		if !errors.Is(err, ErrBadReply) || !strings.HasPrefix(err.Error(), c.script+": ") ||
@@ -258,5 +280,52 @@ func TestBucketOfIsStableAndSpreads(t *testing.T) {
 	}
 	if got := Split(7, 1); len(got) != 1 || got[0] != 7 {
 		t.Errorf("Split(7, 1) = %v", got)
+	}
+}
+
+func TestParseMember(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Keys
+		ok   bool
+	}{
+		{"77:3", Keys{ActivityID: 77, SKUID: 3}, true},
+		{"77:3:5", Keys{ActivityID: 77, SKUID: 3, Bucket: 5}, true},
+		{"77:3:0", Keys{}, false}, // bucket 0's member has no suffix
+		{"77:3:64", Keys{}, false},
+		{"77", Keys{}, false},
+		{"77:x", Keys{}, false},
+		{"1:2:3:4", Keys{}, false},
+	} {
+		got, err := ParseMember(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseMember(%q) = %+v, %v; want %+v ok=%v", c.in, got, err, c.want, c.ok)
+		}
+		if c.ok && got.Member() != c.in {
+			t.Errorf("ParseMember(%q).Member() = %q", c.in, got.Member())
+		}
+	}
+}
+
+func TestSKUStockCheck(t *testing.T) {
+	ok := SKUStock{Buckets: []BucketStock{
+		{Bucket: 0, Initial: 5, Available: 1, OpenReserved: 1, XferOut: 3},
+		{Bucket: 1, Initial: 5, Available: 6, XferIn: 2, Committed: 1},
+	}, Initial: 10, Available: 7, OpenReserved: 1, Committed: 1, InFlight: 1, InFlightRecords: 1}
+	if err := ok.Check(true); err != nil {
+		t.Fatalf("conserved stock: %v", err)
+	}
+	bad := ok
+	bad.InFlightRecords = 0
+	if err := bad.Check(false); err != nil {
+		t.Fatalf("records are only compared when quiescent: %v", err)
+	}
+	if err := bad.Check(true); err == nil || !strings.Contains(err.Error(), "SENT records") {
+		t.Fatalf("in-flight mismatch: %v", err)
+	}
+	bad = ok
+	bad.Buckets = []BucketStock{ok.Buckets[0], {Bucket: 1, Initial: 5, Available: 7, XferIn: 2, Committed: 1}}
+	if err := bad.Check(false); err == nil || !strings.Contains(err.Error(), "bucket 1") {
+		t.Fatalf("broken bucket: %v", err)
 	}
 }

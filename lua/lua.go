@@ -26,6 +26,12 @@ var (
 	compensateSrc string
 	//go:embed release.lua
 	releaseSrc string
+	//go:embed xfer_take.lua
+	xferTakeSrc string
+	//go:embed xfer_give.lua
+	xferGiveSrc string
+	//go:embed xfer_close.lua
+	xferCloseSrc string
 )
 
 // Scripts run with EVALSHA (go-redis falls back to EVAL once if the script
@@ -42,6 +48,11 @@ var (
 	compensate = redis.NewScript(compensateSrc)
 	// release gives a cancelled order's unit back (committed → available once).
 	release = redis.NewScript(releaseSrc)
+	// xferTake, xferGive and xferClose are the three steps of a stock
+	// transfer between two buckets of a SKU (calls_xfer.go).
+	xferTake  = redis.NewScript(xferTakeSrc)
+	xferGive  = redis.NewScript(xferGiveSrc)
+	xferClose = redis.NewScript(xferCloseSrc)
 )
 
 // All lists every script, for loading them at start-up (SCRIPT LOAD).
@@ -54,6 +65,9 @@ func All() map[string]*redis.Script {
 		"order_created.lua": orderCreated,
 		"compensate.lua":    compensate,
 		"release.lua":       release,
+		"xfer_take.lua":     xferTake,
+		"xfer_give.lua":     xferGive,
+		"xfer_close.lua":    xferClose,
 	}
 }
 

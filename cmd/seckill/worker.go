@@ -22,6 +22,7 @@ func newWorkerCmd() *cobra.Command {
 		Short: "Run the background workers: send-due scanner, saga starter, Temporal saga worker, outbox relay",
 		Long: `Runs, in one process, every long-running loop after the gateway:
   senddue  re-sends ORDER_CREATE_REQUESTED the gateway could not confirm (Redis lease claims)
+  rebalance  moves stock between the buckets of hot SKUs (one process at a time, by a Redis lease)
   starter  RocketMQ consumer that starts one ReservationSaga per reservation
   saga     Temporal worker executing ReservationSaga and its activities
   outbox   relays event_outbox rows to RocketMQ

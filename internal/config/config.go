@@ -109,6 +109,12 @@ type Config struct {
 	// SoldOutMemo is how long the gateway trusts a sold-out answer from Redis
 	// before asking again (compensation can return stock).
 	SoldOutMemo time.Duration `env:"SECKILL_SOLD_OUT_MEMO" envDefault:"500ms"`
+	// RebalanceInterval is the period of the bucket rebalancer (the worker's
+	// "rebalance" part, docs/scale.md); 0 switches it off.
+	RebalanceInterval time.Duration `env:"SECKILL_REBALANCE_INTERVAL" envDefault:"100ms"`
+	// RebalanceGrace: a transfer still SENT this long after its take is
+	// finished by the rebalancer's recovery (given again with its id, closed).
+	RebalanceGrace time.Duration `env:"SECKILL_REBALANCE_GRACE" envDefault:"2s"`
 
 	// ConsumerConcurrency bounds the saga starter's RocketMQ consumer so a
 	// backlog cannot overrun Temporal or PostgreSQL (seed §11.3).
@@ -230,6 +236,7 @@ func (c Config) validateRequired() error {
 		{"SECKILL_SEND_LINGER", int64(c.SendLinger)},
 		{"SECKILL_SEND_LEASE", int64(c.SendLease)},
 		{"SECKILL_RESERVATION_TTL", int64(c.ReservationTTL)},
+		{"SECKILL_REBALANCE_GRACE", int64(c.RebalanceGrace)},
 		{"SECKILL_RECONCILE_WATERMARK", int64(c.ReconcileWatermark)},
 		{"SECKILL_RECONCILE_EVERY", int64(c.ReconcileEvery)},
 		{"SECKILL_HANDLER_TIMEOUT", int64(c.HandlerTimeout)},

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -38,7 +37,7 @@ func (e *Explainer) findInRedis(ctx context.Context, id uuid.UUID) (lua.Keys, bo
 		return lua.Keys{}, false, fmt.Errorf("explain %s: list active SKUs: %w", id, err)
 	}
 	for _, s := range skus {
-		k, err := reservation.SKUKey(s)
+		k, err := lua.ParseMember(s)
 		if err != nil {
 			continue
 		}

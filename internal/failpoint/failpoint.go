@@ -59,10 +59,19 @@ var Seed = []string{AfterRedisReserve, AfterMQSendBeforeRedisMark, AfterInboxIns
 const (
 	// AfterRepairCommit: ApplyRepair committed its decision, its answer is lost.
 	AfterRepairCommit = "after_repair_commit"
+	// RebalanceAfterTake: the rebalancer took a transfer's units from the
+	// giving bucket (xfer_take.lua) and stops before the give.
+	RebalanceAfterTake = "rebalance_after_take"
+	// RebalanceAfterGive: the units are in the receiving bucket
+	// (xfer_give.lua); the rebalancer stops before the close.
+	RebalanceAfterGive = "rebalance_after_give"
+	// RebalanceTakeAnswerLost: xfer_take.lua ran, its answer is lost; the
+	// rebalancer retries the take with the same transfer id.
+	RebalanceTakeAnswerLost = "rebalance_take_answer_lost"
 )
 
 // Known lists every failpoint name the code checks.
-var Known = append(slices.Clone(Seed), AfterRepairCommit)
+var Known = append(slices.Clone(Seed), AfterRepairCommit, RebalanceAfterTake, RebalanceAfterGive, RebalanceTakeAnswerLost)
 
 // ErrInjected is the error a fired failpoint returns; code that checks a
 // failpoint stops there as if the process had died.

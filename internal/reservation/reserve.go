@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -322,28 +320,4 @@ func sendDoneArgs(s Sent, items []lua.SendDoneItem) lua.SendDoneArgs {
 // still unsettled: after its business deadline plus after.
 func RecheckAt(deadlineMS int64, now time.Time, after time.Duration) time.Time {
 	return time.UnixMilli(max(deadlineMS, now.UnixMilli())).Add(after)
-}
-
-// SKUKey parses a member of lua.ActiveSKUs: "activity:sku" (bucket 0) or
-// "activity:sku:bucket".
-func SKUKey(member string) (lua.Keys, error) {
-	parts := strings.Split(member, ":")
-	bad := fmt.Errorf("active sku member %q is not activity:sku[:bucket]", member)
-	if len(parts) < 2 || len(parts) > 3 {
-		return lua.Keys{}, bad
-	}
-	ai, err1 := strconv.ParseInt(parts[0], 10, 64)
-	si, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil {
-		return lua.Keys{}, bad
-	}
-	k := lua.Keys{ActivityID: ai, SKUID: si}
-	if len(parts) == 3 {
-		b, err := strconv.Atoi(parts[2])
-		if err != nil || b < 1 || b >= lua.MaxBuckets {
-			return lua.Keys{}, bad
-		}
-		k.Bucket = b
-	}
-	return k, nil
 }

@@ -124,7 +124,7 @@ func (s *Scanner) ScanOnce(ctx context.Context) (int, error) {
 	}
 	handled, unsettled := 0, int64(0)
 	for _, member := range members {
-		k, err := reservation.SKUKey(member)
+		k, err := lua.ParseMember(member)
 		if err != nil {
 			s.log.Error("senddue.bad_active_sku", "member", member, "error", err)
 			continue

@@ -1,0 +1,218 @@
+package lua
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ParseMember is the inverse of Keys.Member: "activity:sku" (bucket 0) or
+// "activity:sku:bucket".
+func ParseMember(member string) (Keys, error) {
+	parts := strings.Split(member, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return Keys{}, fmt.Errorf("active sku member %q is not activity:sku[:bucket]", member)
+	}
+	a, err1 := strconv.ParseInt(parts[0], 10, 64)
+	s, err2 := strconv.ParseInt(parts[1], 10, 64)
+	b, err3 := 0, error(nil)
+	if len(parts) == 3 {
+		b, err3 = strconv.Atoi(parts[2])
+		if err3 == nil && (b < 1 || b >= MaxBuckets) {
+			err3 = errors.New("bucket out of range")
+		}
+	}
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return Keys{}, fmt.Errorf("active sku member %q is not activity:sku[:bucket]: %w", member, err)
+	}
+	return Keys{ActivityID: a, SKUID: s, Bucket: b}, nil
+}
+
+// MetaBuckets is the field of bucket 0's meta hash holding the SKU's bucket
+// count B (missing: 1).
+const MetaBuckets = "buckets"
+
+// BucketCount reads the bucket count B of k's SKU from bucket 0's meta
+// (missing or unreadable field: 1), bounded to 1 … MaxBuckets.
+func BucketCount(ctx context.Context, rdb redis.Cmdable, k Keys) (int, error) {
+	v, err := rdb.HGet(ctx, k.InBucket(0).Meta(), MetaBuckets).Result()
+	if errors.Is(err, redis.Nil) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 1, nil
+	}
+	return min(n, MaxBuckets), nil
+}
+
+// TransferRecord is a transfer's record in its giving bucket.
+type TransferRecord struct {
+	ID        string
+	To        int
+	K         int64
+	State     string // TransferSent or TransferDone
+	CreatedMS int64
+}
+
+// ReadTransfer reads transfer id's record in giving bucket k; ok is false if
+// there is none.
+func ReadTransfer(ctx context.Context, rdb redis.Cmdable, k Keys, id string) (rec TransferRecord, ok bool, err error) {
+	h, err := rdb.HGetAll(ctx, k.Transfer(id)).Result()
+	if err != nil || len(h) == 0 {
+		return rec, false, err
+	}
+	rec = TransferRecord{ID: id, State: h["state"]}
+	to, e1 := strconv.Atoi(h["to"])
+	n, e2 := strconv.ParseInt(h["k"], 10, 64)
+	c, e3 := strconv.ParseInt(h["created_ms"], 10, 64)
+	if err := errors.Join(e1, e2, e3); err != nil || to < 0 || to >= MaxBuckets || n <= 0 {
+		return rec, true, fmt.Errorf("transfer record %s: bad fields %v: %w", k.Transfer(id), h, err)
+	}
+	rec.To, rec.K, rec.CreatedMS = to, n, c
+	return rec, true, nil
+}
+
+// BucketStock is one bucket's counters.
+type BucketStock struct {
+	Bucket                                  int
+	Initial, Available, OpenReserved        int64
+	Committed, XferIn, XferOut, SoldOutHits int64
+	// Exists is false when the bucket has no counter hash.
+	Exists bool
+}
+
+// Balance is the bucket's invariant's gap: (initial + xfer_in − xfer_out)
+// − (available + open_reserved + committed); 0 when it holds.
+func (b BucketStock) Balance() int64 {
+	return b.Initial + b.XferIn - b.XferOut - (b.Available + b.OpenReserved + b.Committed)
+}
+
+// SKUStock is a SKU's stock over its buckets. The buckets are read in one
+// pipeline but not atomically (each bucket is its own slot): every bucket's
+// own invariant holds in any read, and so does the per-SKU sum computed with
+// InFlight from the counters. InFlightRecords, read after the counters, only
+// equals InFlight when no transfer ran meanwhile (a quiescent SKU).
+type SKUStock struct {
+	Buckets []BucketStock
+	// Sums over the buckets.
+	Initial, Available, OpenReserved, Committed int64
+	// InFlight is Σ xfer_out − Σ xfer_in: units taken from a bucket and not
+	// yet given to their target.
+	InFlight int64
+	// InFlightRecords is Σ k of the SENT records (every bucket's xfer_out)
+	// whose target has no marker yet; Sent counts every SENT record.
+	InFlightRecords int64
+	Sent            int
+}
+
+// Check reports the first broken conservation rule: a bucket's invariant,
+// the SKU's (Σ initial = Σ(available + open_reserved + committed) +
+// in-flight), a negative counter or in-flight, and, if quiescent is set, in-flight
+// from the counters equal to in-flight from the records.
+func (s SKUStock) Check(quiescent bool) error {
+	for _, b := range s.Buckets {
+		if g := b.Balance(); g != 0 {
+			return fmt.Errorf("bucket %d: initial+xfer_in-xfer_out differs from available+open_reserved+committed by %d (%+v)", b.Bucket, g, b)
+		}
+		if b.Available < 0 || b.OpenReserved < 0 || b.Committed < 0 || b.XferIn < 0 || b.XferOut < 0 {
+			return fmt.Errorf("bucket %d: a negative counter (%+v)", b.Bucket, b)
+		}
+	}
+	if got := s.Available + s.OpenReserved + s.Committed + s.InFlight; got != s.Initial {
+		return fmt.Errorf("sku: Σ initial %d != Σ(available+open_reserved+committed) + in-flight = %d", s.Initial, got)
+	}
+	if s.InFlight < 0 {
+		return fmt.Errorf("sku: in-flight %d is negative (more given than taken)", s.InFlight)
+	}
+	if quiescent && s.InFlight != s.InFlightRecords {
+		return fmt.Errorf("sku: in-flight %d by the counters, %d by the SENT records without a marker", s.InFlight, s.InFlightRecords)
+	}
+	return nil
+}
+
+var stockFields = []string{"initial", "available", "open_reserved", "committed", "xfer_in", "xfer_out", "sold_out_hits"}
+
+// ReadBuckets reads the counters of buckets 0 … n−1 of k's SKU in one pipeline.
+func ReadBuckets(ctx context.Context, rdb redis.Cmdable, k Keys, n int) ([]BucketStock, error) {
+	cmds := make([]*redis.SliceCmd, n)
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b := range n {
+			cmds[b] = p.HMGet(ctx, k.InBucket(b).Counter(), stockFields...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read bucket counters of %s: %w", k.InBucket(0).Member(), err)
+	}
+	out := make([]BucketStock, n)
+	for b, c := range cmds {
+		v := make([]int64, len(stockFields))
+		exists := false
+		for i, f := range c.Val() {
+			if f == nil {
+				continue
+			}
+			exists = true
+			s, _ := f.(string)
+			if v[i], err = strconv.ParseInt(s, 10, 64); err != nil {
+				return nil, fmt.Errorf("bucket %d counter field %s = %q: %w", b, stockFields[i], s, err)
+			}
+		}
+		out[b] = BucketStock{Bucket: b, Initial: v[0], Available: v[1], OpenReserved: v[2], Committed: v[3],
+			XferIn: v[4], XferOut: v[5], SoldOutHits: v[6], Exists: exists}
+	}
+	return out, nil
+}
+
+// ReadSKUStock reads k's SKU over its BucketCount buckets: counters, then
+// every SENT record and its target's marker.
+func ReadSKUStock(ctx context.Context, rdb redis.Cmdable, k Keys) (SKUStock, error) {
+	n, err := BucketCount(ctx, rdb, k)
+	if err != nil {
+		return SKUStock{}, err
+	}
+	bs, err := ReadBuckets(ctx, rdb, k, n)
+	if err != nil {
+		return SKUStock{}, err
+	}
+	s := SKUStock{Buckets: bs}
+	for _, b := range bs {
+		s.Initial += b.Initial
+		s.Available += b.Available
+		s.OpenReserved += b.OpenReserved
+		s.Committed += b.Committed
+		s.InFlight += b.XferOut - b.XferIn
+	}
+	for b := range n {
+		ids, err := rdb.ZRange(ctx, k.InBucket(b).TransfersOut(), 0, -1).Result()
+		if err != nil {
+			return s, err
+		}
+		for _, id := range ids {
+			rec, ok, err := ReadTransfer(ctx, rdb, k.InBucket(b), id)
+			if err != nil {
+				return s, err
+			}
+			if !ok || rec.State != TransferSent {
+				continue
+			}
+			s.Sent++
+			given, err := rdb.Exists(ctx, k.InBucket(rec.To).TransferIn(id)).Result()
+			if err != nil {
+				return s, err
+			}
+			if given == 0 {
+				s.InFlightRecords += rec.K
+			}
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,155 @@
+package lua_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/lua"
+)
+
+const xferTTL = time.Hour
+
+// conserved fails t unless k's SKU is conserved over its buckets, with
+// in-flight by the counters equal to in-flight by the records, and returns
+// the stock read.
+func conserved(t *testing.T, rdb redis.Cmdable, k lua.Keys, wantInFlight int64) lua.SKUStock {
+	t.Helper()
+	s, err := lua.ReadSKUStock(context.Background(), rdb, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(true); err != nil {
+		t.Fatalf("conservation: %v", err)
+	}
+	if s.InFlight != wantInFlight {
+		t.Fatalf("in-flight = %d, want %d (%+v)", s.InFlight, wantInFlight, s)
+	}
+	return s
+}
+
+func TestTransferSteps(t *testing.T) {
+	cfg := testenv.Require(t)
+	rdb := testenv.Redis(t, cfg)
+	ctx := context.Background()
+	k := testenv.BucketSale(t, rdb, 10, 0, 0)
+	from, to := k.InBucket(0), k.InBucket(2)
+	take := lua.XferTakeArgs{TransferID: "t1", To: 2, K: 4, NowMS: 1234}
+	conserved(t, rdb, k, 0)
+
+	res, err := lua.XferTake(ctx, rdb, from, take)
+	if err != nil || res != (lua.XferTakeReply{Code: lua.XferTaken, State: lua.TransferSent, Available: 6}) {
+		t.Fatalf("take = %+v, %v", res, err)
+	}
+	s := conserved(t, rdb, k, 4)
+	rec, ok, err := lua.ReadTransfer(ctx, rdb, from, "t1")
+	if err != nil || !ok || rec != (lua.TransferRecord{ID: "t1", To: 2, K: 4, State: lua.TransferSent, CreatedMS: 1234}) {
+		t.Fatalf("record = %+v %v %v", rec, ok, err)
+	}
+	if ttl := rdb.PTTL(ctx, from.Transfer("t1")).Val(); ttl != -1 {
+		t.Fatalf("a SENT record must not expire: pttl %v", ttl)
+	}
+	// The same take again (a lost answer): the record's state, nothing moved.
+	for range 2 {
+		res, err = lua.XferTake(ctx, rdb, from, take)
+		if err != nil || res != (lua.XferTakeReply{Code: lua.XferTakeExists, State: lua.TransferSent, Available: 6}) {
+			t.Fatalf("take again = %+v, %v", res, err)
+		}
+	}
+	if again := conserved(t, rdb, k, 4); again.Available != s.Available || again.Sent != 1 {
+		t.Fatalf("a repeated take changed the stock: %+v then %+v", s, again)
+	}
+	// The same id with another k is refused.
+	if res, err = lua.XferTake(ctx, rdb, from, lua.XferTakeArgs{TransferID: "t1", To: 2, K: 5, NowMS: 1}); err != nil ||
+		res.Code != lua.XferTakeConflict {
+		t.Fatalf("take with another k = %+v, %v", res, err)
+	}
+
+	give := lua.XferGiveArgs{TransferID: "t1", From: 0, K: 4, TTL: xferTTL}
+	g, err := lua.XferGive(ctx, rdb, to, give)
+	if err != nil || g != (lua.XferGiveReply{Code: lua.XferGiven, Available: 4}) {
+		t.Fatalf("give = %+v, %v", g, err)
+	}
+	conserved(t, rdb, k, 0)
+	if ttl := rdb.PTTL(ctx, to.TransferIn("t1")).Val(); ttl <= 0 || ttl > xferTTL {
+		t.Fatalf("marker pttl %v, want (0, %v]", ttl, xferTTL)
+	}
+	// Give twice adds once.
+	if g, err = lua.XferGive(ctx, rdb, to, give); err != nil || g != (lua.XferGiveReply{Code: lua.XferAlreadyGiven, Available: 4}) {
+		t.Fatalf("give again = %+v, %v", g, err)
+	}
+	conserved(t, rdb, k, 0)
+
+	cl, err := lua.XferClose(ctx, rdb, from, lua.XferCloseArgs{TransferID: "t1", TTL: xferTTL})
+	if err != nil || cl.Code != lua.XferClosed {
+		t.Fatalf("close = %+v, %v", cl, err)
+	}
+	if s = conserved(t, rdb, k, 0); s.Sent != 0 || rdb.ZCard(ctx, from.TransfersOut()).Val() != 0 {
+		t.Fatalf("after close: %+v, xfer_out %d", s, rdb.ZCard(ctx, from.TransfersOut()).Val())
+	}
+	if rec, _, _ = lua.ReadTransfer(ctx, rdb, from, "t1"); rec.State != lua.TransferDone {
+		t.Fatalf("record after close = %+v", rec)
+	}
+	if ttl := rdb.PTTL(ctx, from.Transfer("t1")).Val(); ttl <= 0 {
+		t.Fatalf("a DONE record expires: pttl %v", ttl)
+	}
+	if cl, err = lua.XferClose(ctx, rdb, from, lua.XferCloseArgs{TransferID: "t1", TTL: xferTTL}); err != nil ||
+		cl.Code != lua.XferAlreadyClosed {
+		t.Fatalf("close again = %+v, %v", cl, err)
+	}
+	// A take of a closed transfer's id changes nothing either.
+	if res, err = lua.XferTake(ctx, rdb, from, take); err != nil || res.Code != lua.XferTakeExists || res.State != lua.TransferDone {
+		t.Fatalf("take after close = %+v, %v", res, err)
+	}
+	if s = conserved(t, rdb, k, 0); s.Buckets[0].Available != 6 || s.Buckets[2].Available != 4 {
+		t.Fatalf("final stock %+v", s.Buckets)
+	}
+}
+
+func TestTransferShortWritesNothing(t *testing.T) {
+	cfg := testenv.Require(t)
+	rdb := testenv.Redis(t, cfg)
+	ctx := context.Background()
+	k := testenv.BucketSale(t, rdb, 3, 0)
+	before, _ := rdb.HGetAll(ctx, k.Counter()).Result()
+	res, err := lua.XferTake(ctx, rdb, k, lua.XferTakeArgs{TransferID: "t1", To: 1, K: 4, NowMS: 1})
+	if err != nil || res != (lua.XferTakeReply{Code: lua.XferShort, Available: 3}) {
+		t.Fatalf("take = %+v, %v", res, err)
+	}
+	after, _ := rdb.HGetAll(ctx, k.Counter()).Result()
+	if n := rdb.Exists(ctx, k.Transfer("t1"), k.TransfersOut()).Val(); n != 0 || len(after) != len(before) ||
+		after["available"] != "3" || after["xfer_out"] != "0" {
+		t.Fatalf("SHORT wrote: %d keys, counter %v -> %v", n, before, after)
+	}
+	conserved(t, rdb, k, 0)
+	if _, err := lua.XferTake(ctx, rdb, k, lua.XferTakeArgs{TransferID: "t2", To: 1, K: 0, NowMS: 1}); err == nil {
+		t.Fatal("take of 0 units accepted")
+	}
+}
+
+func TestTransferEdges(t *testing.T) {
+	cfg := testenv.Require(t)
+	rdb := testenv.Redis(t, cfg)
+	ctx := context.Background()
+	k := testenv.BucketSale(t, rdb, 3, 0)
+	// A give to a bucket without a counter writes nothing (no half counter
+	// that sale set-up would then keep).
+	ghost := k.InBucket(5)
+	g, err := lua.XferGive(ctx, rdb, ghost, lua.XferGiveArgs{TransferID: "t1", From: 0, K: 1, TTL: xferTTL})
+	if err != nil || g.Code != lua.XferGiveNoCounter {
+		t.Fatalf("give to a missing counter = %+v, %v", g, err)
+	}
+	if n := rdb.Exists(ctx, ghost.Counter(), ghost.TransferIn("t1")).Val(); n != 0 {
+		t.Fatalf("give to a missing counter wrote %d keys", n)
+	}
+	// Close of an unknown id: MISSING, no error, a stray member removed.
+	rdb.ZAdd(ctx, k.TransfersOut(), redis.Z{Score: 1, Member: "stray"})
+	cl, err := lua.XferClose(ctx, rdb, k, lua.XferCloseArgs{TransferID: "stray", TTL: xferTTL})
+	if err != nil || cl.Code != lua.XferCloseMissing || rdb.ZCard(ctx, k.TransfersOut()).Val() != 0 {
+		t.Fatalf("close of a missing record = %+v, %v", cl, err)
+	}
+	conserved(t, rdb, k, 0)
+}
