@@ -296,6 +296,19 @@ func (b *burst) idempotencyViolations() []string {
 	return out
 }
 
+// admittedIDs are the reservations answered 202 so far.
+func (b *burst) admittedIDs() []uuid.UUID {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []uuid.UUID
+	for rid := range b.admitted {
+		if u, err := uuid.Parse(rid); err == nil {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 func (b *burst) admittedCount() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -371,10 +384,11 @@ func (c *Cluster) killPlan(s *Sale, b *burst, o MultiOptions) []killStep {
 	saga, rest, starter := c.Replicas(ProcSaga), c.Replicas(ProcRest), c.Replicas(ProcStarter)[0]
 	base, _ := starter.sagasStarted(context.Background()) // the probes'
 	return []killStep{
-		{proc: starter, when: "12 messages in the inbox, 3 of its sagas started", cond: func(ctx context.Context) (bool, error) {
-			ok, err := count(`SELECT count(*) + 0*$1::bigint FROM consumer_inbox WHERE created_at > $2`, 12)(ctx)
-			if !ok || err != nil {
-				return ok, err
+		{proc: starter, when: "12 messages in the starter's inbox, 3 sagas started by it", cond: func(ctx context.Context) (bool, error) {
+			var got int
+			if err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM consumer_inbox WHERE consumer_group = 'saga-starter'
+				AND reservation_id = ANY($1)`, b.admittedIDs()).Scan(&got); err != nil || got < 12 {
+				return false, err
 			}
 			n, err := starter.sagasStarted(ctx)
 			return n >= base+3, err

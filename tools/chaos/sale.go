@@ -22,6 +22,7 @@ import (
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/paysim"
+	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -160,7 +161,7 @@ func (c *Cluster) awaitConsuming(ctx context.Context) error {
 			return err
 		}
 		var before int
-		if err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM consumer_inbox`).Scan(&before); err != nil {
+		if err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM consumer_inbox WHERE consumer_group = $1`, sagastarter.ConsumerGroup).Scan(&before); err != nil {
 			return err
 		}
 		if _, err := c.call(ctx, hc, http.MethodPost, fmt.Sprintf("/v1/activities/%d/skus/%d/reservations", id, saleSKU),
@@ -170,7 +171,7 @@ func (c *Cluster) awaitConsuming(ctx context.Context) error {
 		streak++
 		for i := 0; ; i++ {
 			var n int
-			if err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM consumer_inbox`).Scan(&n); err == nil && n > before {
+			if err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM consumer_inbox WHERE consumer_group = $1`, sagastarter.ConsumerGroup).Scan(&n); err == nil && n > before {
 				break
 			}
 			if i == 10 {
