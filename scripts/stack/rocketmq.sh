@@ -29,7 +29,7 @@ ROCKETMQ_CLUSTER=DefaultCluster
 # first dead letter, but only with one queue and without a route until then, so
 # the dead-letter consumer (workers/deadletter) could not start; created here
 # with read+write permission (perm 6) it starts at once.
-: "${ROCKETMQ_TOPICS:=seckill_order_create seckill_order_events seckill_smoke seckill_test_create seckill_test_events seckill_e2e_create seckill_e2e_events seckill_bench_create seckill_test_dlq seckill_chaos_create seckill_chaos_events seckill_contract_create seckill_contract_events %DLQ%saga-starter-chaos %DLQ%saga-starter %DLQ%saga-starter-test %DLQ%saga-starter-e2e %DLQ%saga-starter-dlqtest}"
+: "${ROCKETMQ_TOPICS:=seckill_order_create seckill_order_events seckill_smoke seckill_test_create seckill_test_events seckill_e2e_create seckill_e2e_events seckill_bench_create seckill_test_dlq seckill_chaos_create seckill_chaos_events seckill_contract_create seckill_contract_events seckill_multi_create seckill_multi_events %DLQ%saga-starter-chaos %DLQ%saga-starter %DLQ%saga-starter-test %DLQ%saga-starter-e2e %DLQ%saga-starter-dlqtest}"
 : "${ROCKETMQ_TOPIC_QUEUES:=4}"
 : "${ROCKETMQ_JAVA:=java}"
 

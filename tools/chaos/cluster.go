@@ -78,6 +78,11 @@ type ClusterOptions struct {
 	Env []string
 	// Kind names the cluster's topics and Redis database (KindChaos if zero).
 	Kind Kind
+	// Replicas runs this many of the gateway and of each worker process
+	// (default 1). With more than one, each process is named with its
+	// number ("api-1", "worker-saga-2"; see ReplicaName), has its own ports,
+	// and the replicas of a kind share the consumer groups and the task queue.
+	Replicas int
 }
 
 // Cluster is the gateway and the workers of one chaos run, with clients of
@@ -93,6 +98,8 @@ type Cluster struct {
 	auth     *auth.Authenticator
 	provider *paysim.Client
 	apiBase  string
+	apiBases []string // every gateway's, apiBase first
+	replicas int
 	dropDB   func()
 	kind     Kind
 	unlock   func()
@@ -125,11 +132,15 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 			c.Close()
 		}
 	}()
-	ports, err := freePorts(5)
+	c.replicas = max(o.Replicas, 1)
+	ports, err := freePorts(5 * c.replicas)
 	if err != nil {
 		return nil, err
 	}
-	c.apiBase = "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	for i := range c.replicas {
+		c.apiBases = append(c.apiBases, "http://127.0.0.1:"+strconv.Itoa(ports[i]))
+	}
+	c.apiBase = c.apiBases[0]
 	c.cfg.PostgresDSN = dsn
 	c.cfg.RedisDB = o.Kind.RedisDB
 	c.cfg.TemporalTaskQueue = "chaos-" + randomHex(4)
@@ -142,8 +153,9 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	return c, nil
 }
 
-// addProcs defines the cluster's processes (not started): the gateway and
-// the workers split by part, each with its metrics port and its log.
+// addProcs defines the cluster's processes (not started): the gateways
+// and the workers split by part, each with its ports and its log. ports
+// holds the gateways' HTTP ports first, then every process's metrics port.
 func (c *Cluster) addProcs(o ClusterOptions, dsn string, ports []int) {
 	env := []string{
 		"SECKILL_PG_DSN=" + dsn,
@@ -155,8 +167,6 @@ func (c *Cluster) addProcs(o ClusterOptions, dsn string, ports []int) {
 		"SECKILL_STARTER_GROUP=" + o.Kind.starterGroup() + "-" + randomHex(4),
 		"SECKILL_STARTER_FROM_LATEST=true",
 		"SECKILL_TEMPORAL_TASK_QUEUE=" + c.cfg.TemporalTaskQueue,
-		"SECKILL_CALLBACK_URL=" + c.apiBase + "/v1/payments/callback",
-		"SECKILL_HTTP_ADDR=127.0.0.1:" + strconv.Itoa(ports[0]),
 		"SECKILL_SEND_DUE_DELAY=1s",
 		"SECKILL_SEND_MAX_BACKOFF=2s",
 		"SECKILL_RECONCILE_WATERMARK=3s",
@@ -164,18 +174,48 @@ func (c *Cluster) addProcs(o ClusterOptions, dsn string, ports []int) {
 		"SECKILL_LOG_LEVEL=warn",
 	}
 	env = append(env, o.Env...)
-	add := func(name string, port int, args ...string) {
+	metrics := ports[c.replicas:]
+	add := func(name string, i int, args ...string) {
+		port := metrics[0]
+		metrics = metrics[1:]
+		// Each replica's payments call back to its own gateway (the workers
+		// to the gateway of their number).
+		gw := c.apiBases[i]
+		penv := []string{fmt.Sprintf("SECKILL_METRICS_ADDR=127.0.0.1:%d", port),
+			"SECKILL_HTTP_ADDR=" + strings.TrimPrefix(gw, "http://"), "SECKILL_CALLBACK_URL=" + gw + "/v1/payments/callback"}
 		ready := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-		penv := append([]string{fmt.Sprintf("SECKILL_METRICS_ADDR=127.0.0.1:%d", port)}, env...)
-		if name == ProcAPI {
-			ready = c.apiBase + "/healthz"
+		if strings.HasPrefix(name, ProcAPI) {
+			ready = gw + "/healthz"
 		}
-		c.Procs[name] = &Proc{Name: name, bin: o.Bin, args: args, env: penv, ready: ready, logs: o.Dir}
+		name = ReplicaName(name, i, c.replicas)
+		c.Procs[name] = &Proc{Name: name, bin: o.Bin, args: args, env: append(penv, env...), ready: ready, logs: o.Dir,
+			metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port)}
 	}
-	add(ProcAPI, ports[1], "api")
-	add(ProcStarter, ports[2], "worker", "--only", "starter")
-	add(ProcSaga, ports[3], "worker", "--only", "saga")
-	add(ProcRest, ports[4], "worker", "--only", "senddue,outbox,deadletter,refunds")
+	for i := range c.replicas {
+		add(ProcAPI, i, "api")
+		add(ProcStarter, i, "worker", "--only", "starter")
+		add(ProcSaga, i, "worker", "--only", "saga")
+		add(ProcRest, i, "worker", "--only", "senddue,outbox,deadletter,refunds")
+	}
+}
+
+// ReplicaName names replica i (from 0) of a process kind: the kind itself
+// when the cluster runs one of each, else "kind-<i+1>".
+func ReplicaName(kind string, i, replicas int) string {
+	if replicas <= 1 {
+		return kind
+	}
+	return fmt.Sprintf("%s-%d", kind, i+1)
+}
+
+// Replicas returns the processes of one kind (ProcAPI, ProcSaga, ...) in
+// their order.
+func (c *Cluster) Replicas(kind string) []*Proc {
+	var out []*Proc
+	for i := range c.replicas {
+		out = append(out, c.Procs[ReplicaName(kind, i, c.replicas)])
+	}
+	return out
 }
 
 // openClients opens the cluster's own clients of the stores, to drive and
@@ -200,16 +240,21 @@ func (c *Cluster) openClients(ctx context.Context, dsn string) error {
 // Start starts every process without failpoints and waits until the saga
 // starter consumes (see awaitConsuming).
 func (c *Cluster) Start(ctx context.Context) error {
-	for _, name := range []string{ProcSaga, ProcStarter, ProcRest, ProcAPI} {
-		if err := c.Procs[name].Start(ctx, ""); err != nil {
-			return err
+	for _, kind := range []string{ProcSaga, ProcStarter, ProcRest, ProcAPI} {
+		for _, p := range c.Replicas(kind) {
+			if err := p.Start(ctx, ""); err != nil {
+				return err
+			}
 		}
 	}
 	return c.awaitConsuming(ctx)
 }
 
-// APIBase is the gateway's base URL (http://127.0.0.1:port).
+// APIBase is the (first) gateway's base URL (http://127.0.0.1:port).
 func (c *Cluster) APIBase() string { return c.apiBase }
+
+// APIBases are every gateway's base URLs, in the order of their replicas.
+func (c *Cluster) APIBases() []string { return c.apiBases }
 
 // TaskQueue is the cluster's Temporal task queue.
 func (c *Cluster) TaskQueue() string { return c.cfg.TemporalTaskQueue }

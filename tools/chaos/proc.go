@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,18 +29,20 @@ import (
 
 // Proc is one seckill process the harness runs, kills and restarts.
 type Proc struct {
-	Name  string
-	bin   string
-	args  []string
-	env   []string
-	ready string // URL answering 200 once the process serves
-	logs  string
+	Name    string
+	bin     string
+	args    []string
+	env     []string
+	ready   string // URL answering 200 once the process serves
+	metrics string // its /metrics URL
+	logs    string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	done    chan struct{}
 	crashed string // the failpoint the last incarnation died at ("" if none)
 	starts  int
+	pids    []int // of every incarnation, in order
 }
 
 // Start runs a new incarnation with failpoints armed by spec (the
@@ -74,6 +77,7 @@ func (p *Proc) Start(ctx context.Context, spec string) error {
 	}
 	done := make(chan struct{})
 	p.cmd, p.done, p.crashed = cmd, done, ""
+	p.pids = append(p.pids, cmd.Process.Pid)
 	p.mu.Unlock()
 	go func() {
 		crashed := watchStderr(stderr, f)
@@ -126,6 +130,14 @@ func (p *Proc) waitReady(ctx context.Context, done <-chan struct{}) error {
 	}
 }
 
+// Pids are the process ids of every incarnation so far, in order (a
+// Temporal client's default identity starts with its pid).
+func (p *Proc) Pids() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.pids)
+}
+
 // Running reports whether an incarnation runs.
 func (p *Proc) Running() bool {
 	p.mu.Lock()
@@ -169,6 +181,18 @@ func (p *Proc) Kill(sig syscall.Signal) error {
 		<-done
 		return nil
 	}
+}
+
+// Signal sends sig to the incarnation's process group without waiting (say
+// SIGSTOP and SIGCONT to freeze and thaw it).
+func (p *Proc) Signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("%s is not running", p.Name)
+	}
+	return syscall.Kill(-cmd.Process.Pid, sig)
 }
 
 // Stop ends the incarnation gracefully (SIGTERM).

@@ -22,6 +22,7 @@ import (
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/paysim"
+	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -146,28 +147,47 @@ func (c *Cluster) awaitConsuming(ctx context.Context) error {
 	if _, err := c.call(ctx, hc, http.MethodPost, "/v1/admin/activities", c.cfg.AdminToken, "", def, http.StatusOK); err != nil {
 		return fmt.Errorf("probe sale: %w", err)
 	}
+	// With several starters in the group, each queue's offset is fixed by
+	// the consumer it falls to: several probes in a row (the producer turns
+	// round the queues) must each be received.
+	need := 1
+	if c.replicas > 1 {
+		need = 8
+	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for user := int64(1); ; user++ {
+	for user, streak := int64(1), 0; ; user++ {
 		tok, err := c.auth.Mint(user, time.Hour)
 		if err != nil {
+			return err
+		}
+		var before int
+		if err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM consumer_inbox WHERE consumer_group = $1`, sagastarter.ConsumerGroup).Scan(&before); err != nil {
 			return err
 		}
 		if _, err := c.call(ctx, hc, http.MethodPost, fmt.Sprintf("/v1/activities/%d/skus/%d/reservations", id, saleSKU),
 			tok, uuid.NewString(), nil, http.StatusAccepted); err != nil {
 			return fmt.Errorf("probe reservation: %w", err)
 		}
-		for range 10 {
+		streak++
+		for i := 0; ; i++ {
 			var n int
-			if err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM consumer_inbox`).Scan(&n); err == nil && n > 0 {
-				c.log.Info("chaos.starter_consuming", "probes", user)
-				return nil
+			if err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM consumer_inbox WHERE consumer_group = $1`, sagastarter.ConsumerGroup).Scan(&n); err == nil && n > before {
+				break
+			}
+			if i == 10 {
+				streak = 0
+				break
 			}
 			if err := waitGone(ctx, 200*time.Millisecond); err != nil {
 				return err
 			}
 		}
+		if streak >= need && c.everyStarterStarted(ctx) {
+			c.log.Info("chaos.starter_consuming", "probes", user)
+			return nil
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the saga starter received none of %d probe reservations in 2m (logs: %s)", user, c.logPath(ProcStarter))
+			return fmt.Errorf("the saga starter received none of %d probe reservations in 2m (logs: %s)", user, c.logPath(c.Replicas(ProcStarter)[0].Name))
 		}
 	}
 }
@@ -225,6 +245,12 @@ func (c *Cluster) call(ctx context.Context, hc *http.Client, method, path, token
 }
 
 func (c *Cluster) callInto(ctx context.Context, hc *http.Client, method, path, token, key string, body, out any, want ...int) (int, error) {
+	return c.callAt(ctx, hc, func() string { return c.apiBase }, method, path, token, key, body, out, want...)
+}
+
+// callAt is callInto at the gateway base() names, asked again before every
+// retry (a driver may turn to another gateway while one is down).
+func (c *Cluster) callAt(ctx context.Context, hc *http.Client, base func() string, method, path, token, key string, body, out any, want ...int) (int, error) {
 	var payload []byte
 	if body != nil {
 		var err error
@@ -233,7 +259,7 @@ func (c *Cluster) callInto(ctx context.Context, hc *http.Client, method, path, t
 		}
 	}
 	for {
-		req, err := http.NewRequestWithContext(ctx, method, c.apiBase+path, bytes.NewReader(payload))
+		req, err := http.NewRequestWithContext(ctx, method, base()+path, bytes.NewReader(payload))
 		if err != nil {
 			return 0, err
 		}
