@@ -100,6 +100,31 @@ func TestFlashSalePGShortfallIsCompensated(t *testing.T) {
 	}
 }
 
+// The SKU's Redis stock in four buckets, PostgreSQL short of what Redis
+// admits: still exactly the PostgreSQL stock in orders, one per user, and
+// every surplus reservation's unit given back to its own bucket once.
+func TestFlashSaleInBucketsSellsExactlyAndCompensatesPerBucket(t *testing.T) {
+	const stock, shortfall, buyers, buckets = 24, 4, 400, 4
+	rep := run(t, e2eConfig(t), flashsale.Options{Stock: stock, PGShortfall: shortfall, Buyers: buyers, Concurrency: 48, Buckets: buckets})
+	s := rep.Snapshot
+	if s.Buckets != buckets || len(s.RedisBuckets) != buckets {
+		t.Fatalf("snapshot has %d buckets (%d read), want %d", s.Buckets, len(s.RedisBuckets), buckets)
+	}
+	if rep.Orders != stock-shortfall || s.ValidOrders != stock-shortfall || s.PGAvailable != 0 {
+		t.Fatalf("orders %d valid %d PostgreSQL available %d, want %d orders and none left", rep.Orders, s.ValidOrders, s.PGAvailable, stock-shortfall)
+	}
+	if s.RedisCompensated != rep.Compensated || s.RedisCommitted != stock-shortfall {
+		t.Fatalf("redis compensated %d for %d compensated reservations, committed %d", s.RedisCompensated, rep.Compensated, s.RedisCommitted)
+	}
+	// Each bucket's units add up on their own, and every bucket sold: its
+	// users' reservations went to it.
+	for _, b := range s.RedisBuckets {
+		if b.Delta() != 0 || b.Committed == 0 {
+			t.Errorf("bucket %d: %+v (delta %d)", b.Bucket, b, b.Delta())
+		}
+	}
+}
+
 // The answer to a commit is lost three times: the sagas resolve each by the
 // inbox and converge with no compensation.
 func TestFlashSaleCommitOutcomeUnknownConverges(t *testing.T) {

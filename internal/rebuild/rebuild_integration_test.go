@@ -3,6 +3,7 @@ package rebuild_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -27,7 +28,15 @@ const redisDB = 9
 
 // After Redis loses everything mid-sale and is rebuilt from PostgreSQL, the
 // sale goes on without overselling, and conservation holds at the end.
+// With the SKU's stock in four buckets the rebuild puts each reservation
+// back in its user's bucket and spreads the available units.
 func TestFlushMidSaleThenRebuild(t *testing.T) {
+	for _, buckets := range []int{1, 4} {
+		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) { flushMidSaleThenRebuild(t, buckets) })
+	}
+}
+
+func flushMidSaleThenRebuild(t *testing.T, buckets int) {
 	cfg := testenv.Require(t)
 	dsn, pool := testenv.Database(t, cfg)
 	ctx := context.Background()
@@ -37,13 +46,14 @@ func TestFlushMidSaleThenRebuild(t *testing.T) {
 	}
 	defer rdb.Close()
 	t.Cleanup(func() { rdb.FlushDB(context.Background()) })
-	const stock = 10
+	stock := int64(10 + 2*(buckets-1)) // 10 in one bucket, 3 in each of four
 	a := sale.Activity{ActivityID: testenv.ActivityID(), Name: "f", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
-		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300, SKUs: []sale.SKU{{SKUID: 1, Stock: stock, PriceCents: 100}}}
+		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300, SKUs: []sale.SKU{{SKUID: 1, Stock: stock, PriceCents: 100, Buckets: buckets}}}
 	if _, err := sale.Setup(ctx, pool, rdb, a); err != nil {
 		t.Fatal(err)
 	}
 	k := lua.Keys{ActivityID: a.ActivityID, SKUID: 1}
+	sku := lua.SKU{ActivityID: a.ActivityID, SKUID: 1, Buckets: buckets}
 	verify, _ := pgxpool.New(ctx, dsn)
 	defer verify.Close()
 	acts, err := activities.New(activities.Deps{Pool: pool, Verify: verify, Redis: rdb, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -52,7 +62,9 @@ func TestFlushMidSaleThenRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := testenv.Deriver(t, cfg)
-	reserve := func(user int64) (events.OrderCreateRequested, bool) { return testenv.Reserve(t, rdb, d, k, user) }
+	reserve := func(user int64) (events.OrderCreateRequested, bool) {
+		return testenv.Reserve(t, rdb, d, sku.For(user), user)
+	}
 	process := func(m events.OrderCreateRequested) {
 		res, err := acts.CreateOrder(ctx, m)
 		if err != nil {
@@ -60,21 +72,26 @@ func TestFlushMidSaleThenRebuild(t *testing.T) {
 		}
 		switch res.Outcome {
 		case activities.OutcomeCreated:
-			acts.ProjectOrderCreated(ctx, activities.ProjectionInput{ReservationID: m.ReservationID, OrderID: res.OrderID, ActivityID: k.ActivityID, SKUID: k.SKUID})
+			acts.ProjectOrderCreated(ctx, activities.ProjectionInput{ReservationID: m.ReservationID, OrderID: res.OrderID, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: m.Bucket})
 		case activities.OutcomeRejected:
-			if _, err := acts.Compensate(ctx, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: k.ActivityID, SKUID: k.SKUID}); err != nil {
+			if _, err := acts.Compensate(ctx, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: m.Bucket}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	// Mid-sale: 6 processed into orders, 3 admitted with messages in flight.
+	// (Users whose bucket is already empty are skipped.)
 	var inflight []events.OrderCreateRequested
-	for u := int64(1); u <= 9; u++ {
+	admitted := 0
+	for u := int64(1); admitted < 9; u++ {
 		m, ok := reserve(u)
 		if !ok {
-			t.Fatalf("user %d not admitted", u)
+			if buckets == 1 {
+				t.Fatalf("user %d not admitted", u)
+			}
+			continue
 		}
-		if u <= 6 {
+		if admitted++; admitted <= 6 {
 			process(m)
 		} else {
 			inflight = append(inflight, m)
@@ -90,8 +107,17 @@ func TestFlushMidSaleThenRebuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := skus[0]; s.Committed != 6 || s.Available != stock-6 || s.Initial != stock {
+	if s := skus[0]; s.Committed != 6 || s.Available != stock-6 || s.Initial != stock || s.Buckets != buckets {
 		t.Fatalf("rebuilt %+v", s)
+	}
+	if snap, err := invariants.Take(ctx, pool, rdb, k.ActivityID, k.SKUID); err != nil || snap.RedisDelta() != 0 {
+		t.Fatalf("after the rebuild: %+v %v", snap, err)
+	} else {
+		for _, b := range snap.RedisBuckets {
+			if b.Delta() != 0 || b.Available < 1 {
+				t.Errorf("rebuilt bucket %+v: delta %d, or no stock spread to it", b, b.Delta())
+			}
+		}
 	}
 	// A user who already holds an order is still refused after the rebuild.
 	if _, ok := reserve(1); ok {
@@ -100,7 +126,7 @@ func TestFlushMidSaleThenRebuild(t *testing.T) {
 	// The sale goes on: 20 more buyers race for what is left; the in-flight
 	// messages arrive late.
 	var later []events.OrderCreateRequested
-	for u := int64(100); u < 120; u++ {
+	for u := int64(100); u < 120+int64(60*(buckets-1)); u++ {
 		if m, ok := reserve(u); ok {
 			later = append(later, m)
 		}

@@ -192,7 +192,7 @@ func Reserve(t testing.TB, rdb redis.Scripter, d *ids.Deriver, k lua.Keys, user 
 		return m, false
 	}
 	return reservation.Fields{ReservationID: id.ReservationID, MessageID: id.MessageID, RequestID: req, ActivityID: k.ActivityID,
-		SKUID: k.SKUID, UserID: user, SchemaVersion: ids.SchemaVersion, KeyVersion: id.KeyVersion, ReservedAtMS: now,
+		SKUID: k.SKUID, UserID: user, Bucket: k.Bucket, SchemaVersion: ids.SchemaVersion, KeyVersion: id.KeyVersion, ReservedAtMS: now,
 		DeadlineMS: res.DeadlineMS}.Message(), true
 }
 

@@ -37,6 +37,10 @@ type Options struct {
 	// operator correcting stock after set-up would): those reservations are
 	// rejected by PostgreSQL and compensated back to Redis.
 	PGShortfall int64
+	// Buckets splits the SKU's Redis stock into this many buckets
+	// (docs/scale.md; 0 means 1); the workers' rebalancer moves stock to a
+	// bucket that runs dry while others hold some.
+	Buckets int
 	// PaymentTimeout > 0 runs the payment phase: the sale's payment window,
 	// after which unpaid orders are cancelled. Buyers then pay early, pay
 	// right at the deadline (racing the cancel, with duplicated and delayed
@@ -202,7 +206,7 @@ func setUp(ctx context.Context, client *http.Client, sys *system, opts Options) 
 	}
 	def := sale.Activity{ActivityID: opts.ActivityID, Name: fmt.Sprintf("demo %d", opts.ActivityID), StartsAt: now.Add(-time.Minute),
 		EndsAt: now.Add(time.Hour), PaymentTimeoutSeconds: payTimeout, OrderDeadlineSeconds: 300,
-		SKUs: []sale.SKU{{SKUID: SKUID, Stock: opts.Stock, PriceCents: 4999}}}
+		SKUs: []sale.SKU{{SKUID: SKUID, Stock: opts.Stock, PriceCents: 4999, Buckets: opts.Buckets}}}
 	if err := post(ctx, client, sys.base+"/v1/admin/activities", sys.cfg.AdminToken, "", def, http.StatusOK); err != nil {
 		return fmt.Errorf("sale set-up: %w", err)
 	}
