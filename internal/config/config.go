@@ -8,8 +8,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,9 +30,17 @@ type Config struct {
 	PostgresDSN string `env:"SECKILL_PG_DSN" envDefault:"postgres://seckill:seckill@127.0.0.1:55432/seckill?sslmode=disable"`
 	PGMaxConns  int32  `env:"SECKILL_PG_MAX_CONNS" envDefault:"16"`
 
-	RedisAddr     string `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:56379"`
-	RedisPoolSize int    `env:"SECKILL_REDIS_POOL_SIZE" envDefault:"64"`
-	// RedisDB selects the logical database (tests isolate with it).
+	RedisAddr string `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:56379"`
+	// RedisClusterAddrs are seed addresses of a Redis Cluster (host:port,
+	// comma-separated, e.g. 127.0.0.1:57001,127.0.0.1:57002,127.0.0.1:57003;
+	// `scripts/stack.sh redis-cluster up` starts one). Set, every process
+	// uses the cluster (go-redis cluster client) and SECKILL_REDIS_ADDR is
+	// not used; empty (the default), the single Redis at SECKILL_REDIS_ADDR.
+	RedisClusterAddrs []string `env:"SECKILL_REDIS_CLUSTER_ADDRS" envSeparator:","`
+	// RedisPoolSize is the connection pool per Redis node.
+	RedisPoolSize int `env:"SECKILL_REDIS_POOL_SIZE" envDefault:"64"`
+	// RedisDB selects the logical database (tests isolate with it); a
+	// cluster has only database 0.
 	RedisDB int `env:"SECKILL_REDIS_DB" envDefault:"0"`
 
 	RocketMQNameServers []string `env:"SECKILL_ROCKETMQ_NAMESRV" envDefault:"127.0.0.1:9876" envSeparator:","`
@@ -271,6 +281,9 @@ func (c Config) validateNetwork() error {
 	if _, err := c.TrustedProxyPrefixes(); err != nil {
 		return &FieldError{Var: "SECKILL_TRUSTED_PROXIES", Value: strings.Join(c.TrustedProxies, ","), Reason: err.Error()}
 	}
+	if err := c.validateRedis(); err != nil {
+		return err
+	}
 	if c.RateLimitUser < 0 || c.RateLimitIP < 0 || c.RateLimitRead < 0 {
 		return &FieldError{Var: "SECKILL_RATE_LIMIT_USER/SECKILL_RATE_LIMIT_IP/SECKILL_RATE_LIMIT_READ",
 			Value: fmt.Sprint(c.RateLimitUser, c.RateLimitIP, c.RateLimitRead), Reason: "must be 0 (off) or positive"}
@@ -285,6 +298,26 @@ func (c Config) validateNetwork() error {
 	}
 	return nil
 }
+
+// validateRedis checks the cluster seeds and the logical database.
+func (c Config) validateRedis() error {
+	for _, a := range c.RedisClusterAddrs {
+		host, port, err := net.SplitHostPort(strings.TrimSpace(a))
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return &FieldError{Var: "SECKILL_REDIS_CLUSTER_ADDRS", Value: strings.Join(c.RedisClusterAddrs, ","),
+				Reason: fmt.Sprintf("%q is not host:port (a comma-separated list of seed nodes)", a)}
+		}
+	}
+	if c.RedisCluster() && c.RedisDB != 0 {
+		return &FieldError{Var: "SECKILL_REDIS_DB", Value: fmt.Sprint(c.RedisDB),
+			Reason: "must be 0 with SECKILL_REDIS_CLUSTER_ADDRS set: a Redis Cluster has only database 0"}
+	}
+	return nil
+}
+
+// RedisCluster reports whether the processes use a Redis Cluster
+// (SECKILL_REDIS_CLUSTER_ADDRS set) instead of the single Redis.
+func (c Config) RedisCluster() bool { return len(c.RedisClusterAddrs) > 0 }
 
 // validateSecrets checks keys, tokens' lifetime and the callback secret.
 func (c Config) validateSecrets() error {
