@@ -94,9 +94,13 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activit
 			"holders_version", time.Now().UnixMicro())
 		pipe.HSet(ctx, k.Meta(), "start_ms", starts.UnixMilli(), "end_ms", ends.UnixMilli(),
 			"order_deadline_ms", deadline*1000, "payment_timeout_ms", payTimeout*1000)
-		pipe.SAdd(ctx, lua.ActiveSKUs, fmt.Sprintf("%d:%d", activityID, v.sku))
 		if _, err := pipe.Exec(ctx); err != nil {
 			return out, fmt.Errorf("write counters of sku %d: %w", v.sku, err)
+		}
+		// Apart from the transaction: lua.ActiveSKUs is in another slot than
+		// the SKU's keys (MULTI on a Redis Cluster takes one slot).
+		if err := rdb.SAdd(ctx, lua.ActiveSKUs, fmt.Sprintf("%d:%d", activityID, v.sku)).Err(); err != nil {
+			return out, fmt.Errorf("add sku %d to %s: %w", v.sku, lua.ActiveSKUs, err)
 		}
 		out = append(out, s)
 	}
