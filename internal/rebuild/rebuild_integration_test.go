@@ -3,14 +3,17 @@ package rebuild_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/invariants"
 	"github.com/seckill/seckill/internal/rebuild"
@@ -25,25 +28,43 @@ import (
 // tests that share the Redis server.
 const redisDB = 9
 
+// lossyRedis is the test's Redis and how it loses the sale's keys: FLUSHDB
+// of redisDB on the single Redis; on a Redis Cluster, which has only
+// database 0 shared with every other test, every key of the sale's hash tag
+// and its lua.ActiveSKUs member (what a FLUSHALL takes from the sale).
+func lossyRedis(t *testing.T, cfg config.Config, k lua.Keys) (redis.UniversalClient, func() error) {
+	ctx := context.Background()
+	if cfg.RedisCluster() {
+		rdb := testenv.Redis(t, cfg)
+		lose := func() error {
+			testenv.DeleteSKUKeys(ctx, rdb, k)
+			return rdb.SRem(ctx, lua.ActiveSKUs, fmt.Sprintf("%d:%d", k.ActivityID, k.SKUID)).Err()
+		}
+		t.Cleanup(func() { _ = lose() })
+		return rdb, lose
+	}
+	rdb, err := redisx.OpenDB(ctx, cfg.RedisAddr, redisDB, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.FlushDB(context.Background()); _ = rdb.Close() })
+	return rdb, func() error { return rdb.FlushDB(ctx).Err() }
+}
+
 // After Redis loses everything mid-sale and is rebuilt from PostgreSQL, the
 // sale goes on without overselling, and conservation holds at the end.
 func TestFlushMidSaleThenRebuild(t *testing.T) {
 	cfg := testenv.Require(t)
 	dsn, pool := testenv.Database(t, cfg)
 	ctx := context.Background()
-	rdb, err := redisx.OpenDB(ctx, cfg.RedisAddr, redisDB, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	t.Cleanup(func() { rdb.FlushDB(context.Background()) })
 	const stock = 10
 	a := sale.Activity{ActivityID: testenv.ActivityID(), Name: "f", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
 		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300, SKUs: []sale.SKU{{SKUID: 1, Stock: stock, PriceCents: 100}}}
+	k := lua.Keys{ActivityID: a.ActivityID, SKUID: 1}
+	rdb, lose := lossyRedis(t, cfg, k)
 	if _, err := sale.Setup(ctx, pool, rdb, a); err != nil {
 		t.Fatal(err)
 	}
-	k := lua.Keys{ActivityID: a.ActivityID, SKUID: 1}
 	verify, _ := pgxpool.New(ctx, dsn)
 	defer verify.Close()
 	acts, err := activities.New(activities.Deps{Pool: pool, Verify: verify, Redis: rdb, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -80,7 +101,7 @@ func TestFlushMidSaleThenRebuild(t *testing.T) {
 			inflight = append(inflight, m)
 		}
 	}
-	if err := rdb.FlushDB(ctx).Err(); err != nil {
+	if err := lose(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rebuild.Rebuild(ctx, pool, rdb, a.ActivityID, time.Hour, false); !errors.Is(err, rebuild.ErrSaleAdmitting) {
