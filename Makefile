@@ -1,6 +1,9 @@
 # The two commands a newcomer needs are `make run` and `make test` (README).
 SHELL := /bin/bash
 GO ?= go
+empty :=
+space := $(empty) $(empty)
+comma := ,
 BIN := bin/seckill
 export SECKILL_INTEGRATION ?= 1
 # The local stack runs with the public development secrets; a production
@@ -9,7 +12,7 @@ export SECKILL_ENV ?= development
 # The API contract test's tool (scripts/stack.sh up installs it).
 export SECKILL_SCHEMATHESIS ?= $(CURDIR)/.stack/venv/bin/st
 
-.PHONY: up down status build migrate run test test-temporal-server lint promtool-rules bench chaos fuzz contract
+.PHONY: up down status build migrate run test test-temporal-server test-redis-cluster lint promtool-rules bench chaos fuzz contract
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill
@@ -62,6 +65,20 @@ test-temporal-server: export SECKILL_TEMPORAL_ADDR = 127.0.0.1:$(SECKILL_TEMPORA
 test-temporal-server: export SECKILL_TEMPORAL_UI = http://127.0.0.1:$(SECKILL_TEMPORAL_UI_PORT)
 test-temporal-server: up
 	$(GO) test $(TEST_FLAGS) -tags failpoints -race -p 1 -count=1 -timeout 40m ./e2e
+
+## test-redis-cluster: the integration packages of `make test` (not e2e, not the crash-point matrix) against
+## a 3-master Redis Cluster on 127.0.0.1:57001-57003 (SECKILL_REDIS=cluster make up starts it beside the stack;
+## docs/operations.md#redis-cluster). With the stack already up from another checkout: STACK_UP= (then only
+## `scripts/stack.sh redis-cluster up` runs). TEST_FLAGS=-v lists each test.
+SECKILL_REDIS_CLUSTER_PORTS ?= 57001 57002 57003
+STACK_UP ?= up
+test-redis-cluster: export SECKILL_REDIS = cluster
+test-redis-cluster: export SECKILL_REDIS_CLUSTER_PORTS := $(SECKILL_REDIS_CLUSTER_PORTS)
+test-redis-cluster: export SECKILL_REDIS_CLUSTER_ADDRS = $(subst $(space),$(comma),$(strip $(patsubst %,127.0.0.1:%,$(SECKILL_REDIS_CLUSTER_PORTS))))
+test-redis-cluster: $(STACK_UP)
+	scripts/stack.sh redis-cluster up
+	@echo "SECKILL_REDIS_CLUSTER_ADDRS=$$SECKILL_REDIS_CLUSTER_ADDRS"
+	$(GO) test $(TEST_FLAGS) -tags failpoints -race -count=1 $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/tools/chaos$$')
 
 ## contract: the API contract test alone, longer (Schemathesis, EXAMPLES per operation; make test runs 100)
 contract: up

@@ -28,7 +28,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type rig struct {
 	pool *pgxpool.Pool
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	acts *activities.Activities
 	fp   *failpoint.Set
 	k    lua.Keys
@@ -58,9 +58,7 @@ func newRig(t *testing.T, pgStock, redisStock int64) *rig {
 	k := lua.Keys{ActivityID: a.ActivityID, SKUID: 3}
 	t.Cleanup(func() {
 		rdb.SRem(ctx, lua.ActiveSKUs, fmt.Sprintf("%d:3", a.ActivityID))
-		if ks, _ := rdb.Keys(ctx, fmt.Sprintf("seckill:{%d:3}:*", a.ActivityID)).Result(); len(ks) > 0 {
-			rdb.Del(ctx, ks...)
-		}
+		testenv.DeleteSKUKeys(ctx, rdb, k)
 	})
 	verify, err := pgxpool.New(ctx, dsn)
 	if err != nil {

@@ -41,7 +41,7 @@ type stack struct {
 	t    *testing.T
 	cfg  config.Config
 	pool *pgxpool.Pool
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	auth *auth.Authenticator
 	ids  *ids.Deriver
 	h    http.Handler
@@ -164,16 +164,7 @@ func (s *stack) forget(activityID int64) {
 }
 
 func (s *stack) scan(match string) []string {
-	var out []string
-	it := s.rdb.Scan(context.Background(), 0, match, 1000).Iterator()
-	for it.Next(context.Background()) {
-		out = append(out, it.Val())
-	}
-	if err := it.Err(); err != nil {
-		s.t.Fatal(err)
-	}
-	slices.Sort(out)
-	return out
+	return testenv.ScanKeys(s.t, s.rdb, match)
 }
 
 type skuDef struct{ id, stock int64 }

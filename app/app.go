@@ -77,7 +77,7 @@ func NeedsTemporal(parts []string) bool {
 type Conns struct {
 	Pool     *pgxpool.Pool
 	Verify   *pgxpool.Pool // fresh connections to settle unknown commits
-	Redis    *redis.Client
+	Redis    redis.UniversalClient
 	Producer *mq.Producer
 	Temporal client.Client // nil unless dialled
 	// Provider is the payment provider client (nil: payment activities fail).
@@ -98,7 +98,7 @@ func Open(ctx context.Context, cfg config.Config, producerGroup string, withTemp
 		c.Close()
 		return nil, err
 	}
-	if c.Redis, err = redisx.OpenDB(ctx, cfg.RedisAddr, cfg.RedisDB, cfg.RedisPoolSize); err != nil {
+	if c.Redis, err = redisx.Dial(ctx, cfg, cfg.RedisPoolSize); err != nil {
 		c.Close()
 		return nil, err
 	}

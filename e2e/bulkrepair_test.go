@@ -144,9 +144,7 @@ func bulkSale(ctx context.Context, t *testing.T, cfg config.Config, conns *app.C
 	t.Cleanup(func() {
 		bg := context.Background()
 		conns.Redis.SRem(bg, lua.ActiveSKUs, fmt.Sprintf("%d:1", k.ActivityID))
-		if ks, _ := conns.Redis.Keys(bg, fmt.Sprintf("seckill:{%d:1}:*", k.ActivityID)).Result(); len(ks) > 0 {
-			conns.Redis.Del(bg, ks...)
-		}
+		testenv.DeleteSKUKeys(bg, conns.Redis, k)
 	})
 	if _, err := sale.Setup(ctx, conns.Pool, conns.Redis, def); err != nil {
 		t.Fatal(err)

@@ -61,6 +61,9 @@ func TestAPIContract(t *testing.T) {
 		seed = ""
 	}
 	cfg := testenv.Require(t)
+	if cfg.RedisCluster() {
+		t.Skip(chaos.ErrRedisCluster)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 

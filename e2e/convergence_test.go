@@ -59,9 +59,7 @@ func newConvRig(t *testing.T, paymentTimeout time.Duration) *convRig {
 	t.Cleanup(func() {
 		bg := context.Background()
 		conns.Redis.SRem(bg, lua.ActiveSKUs, fmt.Sprintf("%d:%d", r.k.ActivityID, r.k.SKUID))
-		if ks, _ := conns.Redis.Keys(bg, fmt.Sprintf("seckill:{%d:%d}:*", r.k.ActivityID, r.k.SKUID)).Result(); len(ks) > 0 {
-			conns.Redis.Del(bg, ks...)
-		}
+		testenv.DeleteSKUKeys(bg, conns.Redis, r.k)
 	})
 	if _, err := sale.Setup(ctx, conns.Pool, conns.Redis, def); err != nil {
 		t.Fatalf("sale set-up: %v", err)

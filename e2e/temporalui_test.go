@@ -278,9 +278,7 @@ func uiStuckReservation(ctx context.Context, t *testing.T, cfg config.Config, co
 	t.Cleanup(func() {
 		bg := context.Background()
 		rdb.SRem(bg, lua.ActiveSKUs, fmt.Sprintf("%d:%d", k.ActivityID, k.SKUID))
-		if ks, _ := rdb.Keys(bg, fmt.Sprintf("seckill:{%d:%d}:*", k.ActivityID, k.SKUID)).Result(); len(ks) > 0 {
-			rdb.Del(bg, ks...)
-		}
+		testenv.DeleteSKUKeys(bg, rdb, k)
 	})
 	if _, err := sale.Setup(ctx, conns.Pool, rdb, def); err != nil {
 		t.Fatalf("sale set-up: %v", err)

@@ -21,10 +21,10 @@ const (
 
 type sku struct {
 	k   lua.Keys
-	rdb *redis.Client
+	rdb redis.UniversalClient
 }
 
-func newSKU(t *testing.T, rdb *redis.Client, stock int) sku {
+func newSKU(t *testing.T, rdb redis.UniversalClient, stock int) sku {
 	t.Helper()
 	ctx := context.Background()
 	k := lua.Keys{ActivityID: testenv.ActivityID(), SKUID: 1}
@@ -33,10 +33,7 @@ func newSKU(t *testing.T, rdb *redis.Client, stock int) sku {
 		t.Fatalf("init sku: %v %v", res, err)
 	}
 	t.Cleanup(func() {
-		keys, _ := rdb.Keys(ctx, fmt.Sprintf("seckill:{%d:1}:*", k.ActivityID)).Result()
-		if len(keys) > 0 {
-			rdb.Del(ctx, keys...)
-		}
+		testenv.DeleteSKUKeys(ctx, rdb, k)
 	})
 	return sku{k, rdb}
 }

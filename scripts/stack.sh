@@ -7,6 +7,8 @@
 #                  SECKILL_TEMPORAL=server the real Temporal server on PostgreSQL
 #                  (same ports; see scripts/stack/temporal-server.sh)
 #   paysim         :18090 payment provider simulator (this project's `seckill paysim`)
+#   Redis Cluster  :57001-57003 only with SECKILL_REDIS=cluster: three masters beside
+#                  the single Redis (see scripts/stack/redis-cluster.sh)
 #   Prometheus     :19090 only with SECKILL_PROMETHEUS=1 (Debian package; loads
 #                  deploy/prometheus/alerts.yml; see scripts/stack/prometheus.sh)
 # and the test tools: Chromium (Temporal UI screenshots), Schemathesis in
@@ -15,6 +17,7 @@
 #        scripts/stack.sh prometheus up|down   (Prometheus alone, stack left as is)
 #        scripts/stack.sh install-promtool     (what `make lint` runs without promtool)
 #        scripts/stack.sh temporal-server up|down|drop  (the real Temporal server alone)
+#        scripts/stack.sh redis-cluster up|down|status|drop  (the Redis Cluster alone)
 # SECKILL_TEMPORAL=dev (default) or server picks the Temporal of `up`;
 # SECKILL_TEMPORAL_PORT / SECKILL_TEMPORAL_UI_PORT move it (default 7233 / 8233).
 # Data, pids and logs live in .stack/ (ignored by git). `down` stops exactly
@@ -32,6 +35,7 @@ source "$ROOT/scripts/stack/chromium.sh"
 source "$ROOT/scripts/stack/schemathesis.sh"
 source "$ROOT/scripts/stack/prometheus.sh"
 source "$ROOT/scripts/stack/temporal-server.sh"
+source "$ROOT/scripts/stack/redis-cluster.sh"
 
 PG_BIN=/usr/lib/postgresql/15/bin
 PG_PORT=${SECKILL_PG_PORT:-55432}
@@ -46,6 +50,10 @@ TEMPORAL_MODE=${SECKILL_TEMPORAL:-dev}
 case "$TEMPORAL_MODE" in
 dev | server) ;;
 *) echo "SECKILL_TEMPORAL=$TEMPORAL_MODE: want dev (the dev server, default) or server (the real server)" >&2; exit 2 ;;
+esac
+case "${SECKILL_REDIS:-single}" in
+single | cluster) ;;
+*) echo "SECKILL_REDIS=$SECKILL_REDIS: want single (default) or cluster (also the Redis Cluster)" >&2; exit 2 ;;
 esac
 # Custom search attributes of the ReservationSaga (see workflows/names.go).
 TEMPORAL_SEARCH_ATTRIBUTES=(ReservationStatus=Keyword ActivityId=Int SkuId=Int)
@@ -200,6 +208,7 @@ Temporal     127.0.0.1:$TEMPORAL_PORT (namespace default; $(temporal_what))
 Temporal UI  http://127.0.0.1:$TEMPORAL_UI_PORT
 Paysim       http://$PAYSIM_ADDR (payment provider simulator)
 TXT
+  if running "redis-cluster-${REDIS_CLUSTER_PORTS%% *}"; then echo "Redis Cluster SECKILL_REDIS_CLUSTER_ADDRS=$(redis_cluster_seeds)"; fi
   if running prometheus; then echo "Prometheus   http://$PROMETHEUS_ADDR (targets: http://$PROMETHEUS_ADDR/targets, alerts: /alerts)"; fi
 }
 
@@ -227,6 +236,7 @@ status() {
   fi
   if ! running temporal-server; then echo "temporal-server stopped (optional: SECKILL_TEMPORAL=server make up)"; fi
   rocketmq_status
+  redis_cluster_status
   if running prometheus; then echo "prometheus running (pid $(cat "$(pidfile prometheus)"), http://$PROMETHEUS_ADDR)"
   else echo "prometheus stopped (optional: SECKILL_PROMETHEUS=1 make up)"; fi
 }
@@ -238,6 +248,7 @@ up)
   ensure_packages
   postgres_up
   redis_up
+  if [ "${SECKILL_REDIS:-single}" = cluster ]; then redis_cluster_up; fi
   rocketmq_up
   if [ "$TEMPORAL_MODE" = server ]; then tserver_up; else temporal_up; fi
   paysim_up
@@ -251,6 +262,7 @@ down)
   stop_pid temporal 30
   tserver_down
   rocketmq_down
+  redis_cluster_down
   stop_pid redis 30
   postgres_down
   ;;
@@ -272,5 +284,14 @@ temporal-server)
   *) echo "usage: $0 temporal-server up|down|drop" >&2; exit 2 ;;
   esac
   ;;
-*) echo "usage: $0 up|down|status|env|install-promtool|prometheus up|down|temporal-server up|down|drop" >&2; exit 2 ;;
+redis-cluster)
+  case "${2:-}" in
+  up) redis_cluster_up; echo "SECKILL_REDIS_CLUSTER_ADDRS=$(redis_cluster_seeds)" ;;
+  down) redis_cluster_down ;;
+  status) redis_cluster_status ;;
+  drop) redis_cluster_drop ;;
+  *) echo "usage: $0 redis-cluster up|down|status|drop" >&2; exit 2 ;;
+  esac
+  ;;
+*) echo "usage: $0 up|down|status|env|install-promtool|prometheus up|down|temporal-server up|down|drop|redis-cluster up|down|status|drop" >&2; exit 2 ;;
 esac

@@ -28,7 +28,7 @@ type Deps struct {
 	Pool   *pgxpool.Pool
 	// Verify is a small separate pool for settling unknown commit outcomes.
 	Verify   *pgxpool.Pool
-	Redis    *redis.Client
+	Redis    redis.UniversalClient
 	Producer *mq.Producer
 	// Temporal is nil unless dialled (the starter, saga and refunds parts need it).
 	Temporal client.Client

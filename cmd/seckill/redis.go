@@ -34,7 +34,7 @@ once the message backlog has drained (see docs/operations.md).`,
 				return err
 			}
 			defer pool.Close()
-			rdb, err := redisx.OpenDB(cmd.Context(), b.cfg.RedisAddr, b.cfg.RedisDB, 4)
+			rdb, err := redisx.Dial(cmd.Context(), b.cfg, 4)
 			if err != nil {
 				return err
 			}

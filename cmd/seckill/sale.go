@@ -44,7 +44,7 @@ PostgreSQL and initialises Redis from it. "-" reads standard input.`,
 				return err
 			}
 			defer pool.Close()
-			rdb, err := redisx.Open(ctx, b.cfg.RedisAddr, 2)
+			rdb, err := redisx.Dial(ctx, b.cfg, 2)
 			if err != nil {
 				return err
 			}

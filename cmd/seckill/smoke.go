@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -94,17 +97,29 @@ func smokePostgres(ctx context.Context, cfg config.Config) (string, error) {
 }
 
 func smokeRedis(ctx context.Context, cfg config.Config) (string, error) {
-	rdb, err := redisx.Open(ctx, cfg.RedisAddr, 2)
+	rdb, err := redisx.Dial(ctx, cfg, 2)
 	if err != nil {
 		return "", err
 	}
 	defer rdb.Close()
-	info, err := rdb.InfoMap(ctx, "server").Result()
-	if err != nil {
+	var mu sync.Mutex
+	var version string
+	masters := 0
+	if err := redisx.ForEachMaster(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
+		info, err := n.InfoMap(ctx, "server").Result()
+		mu.Lock()
+		defer mu.Unlock()
+		masters++
+		version = info["Server"]["redis_version"]
+		return err
+	}); err != nil {
 		return "", fmt.Errorf("redis info: %w", err)
 	}
-	return fmt.Sprintf("redis://%s  server %s, %d Lua scripts loaded (EVALSHA)", cfg.RedisAddr,
-		info["Server"]["redis_version"], len(lua.All())), nil
+	where := "redis://" + cfg.RedisAddr
+	if cfg.RedisCluster() {
+		where = fmt.Sprintf("redis cluster %s (%d masters)", strings.Join(cfg.RedisClusterAddrs, ","), masters)
+	}
+	return fmt.Sprintf("%s  server %s, %d Lua scripts loaded (EVALSHA)", where, version, len(lua.All())), nil
 }
 
 func smokeRocketMQ(ctx context.Context, cfg config.Config) (string, error) {

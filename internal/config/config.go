@@ -4,12 +4,12 @@
 package config
 
 import (
-	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/netip"
+	"net"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,9 +28,17 @@ type Config struct {
 	PostgresDSN string `env:"SECKILL_PG_DSN" envDefault:"postgres://seckill:seckill@127.0.0.1:55432/seckill?sslmode=disable"`
 	PGMaxConns  int32  `env:"SECKILL_PG_MAX_CONNS" envDefault:"16"`
 
-	RedisAddr     string `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:56379"`
-	RedisPoolSize int    `env:"SECKILL_REDIS_POOL_SIZE" envDefault:"64"`
-	// RedisDB selects the logical database (tests isolate with it).
+	RedisAddr string `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:56379"`
+	// RedisClusterAddrs are seed addresses of a Redis Cluster (host:port,
+	// comma-separated, e.g. 127.0.0.1:57001,127.0.0.1:57002,127.0.0.1:57003;
+	// `scripts/stack.sh redis-cluster up` starts one). Set, every process
+	// uses the cluster (go-redis cluster client) and SECKILL_REDIS_ADDR is
+	// not used; empty (the default), the single Redis at SECKILL_REDIS_ADDR.
+	RedisClusterAddrs []string `env:"SECKILL_REDIS_CLUSTER_ADDRS" envSeparator:","`
+	// RedisPoolSize is the connection pool per Redis node.
+	RedisPoolSize int `env:"SECKILL_REDIS_POOL_SIZE" envDefault:"64"`
+	// RedisDB selects the logical database (tests isolate with it); a
+	// cluster has only database 0.
 	RedisDB int `env:"SECKILL_REDIS_DB" envDefault:"0"`
 
 	RocketMQNameServers []string `env:"SECKILL_ROCKETMQ_NAMESRV" envDefault:"127.0.0.1:9876" envSeparator:","`
@@ -278,6 +286,9 @@ func (c Config) validateNetwork() error {
 	if _, err := c.TrustedProxyPrefixes(); err != nil {
 		return &FieldError{Var: "SECKILL_TRUSTED_PROXIES", Value: strings.Join(c.TrustedProxies, ","), Reason: err.Error()}
 	}
+	if err := c.validateRedis(); err != nil {
+		return err
+	}
 	if c.RateLimitUser < 0 || c.RateLimitIP < 0 || c.RateLimitRead < 0 {
 		return &FieldError{Var: "SECKILL_RATE_LIMIT_USER/SECKILL_RATE_LIMIT_IP/SECKILL_RATE_LIMIT_READ",
 			Value: fmt.Sprint(c.RateLimitUser, c.RateLimitIP, c.RateLimitRead), Reason: "must be 0 (off) or positive"}
@@ -293,131 +304,22 @@ func (c Config) validateNetwork() error {
 	return nil
 }
 
-// validateSecrets checks keys, tokens' lifetime and the callback secret.
-func (c Config) validateSecrets() error {
-	if _, err := c.IDKeys(); err != nil {
-		return err
+// validateRedis checks the cluster seeds and the logical database.
+func (c Config) validateRedis() error {
+	for _, a := range c.RedisClusterAddrs {
+		host, port, err := net.SplitHostPort(strings.TrimSpace(a))
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return &FieldError{Var: "SECKILL_REDIS_CLUSTER_ADDRS", Value: strings.Join(c.RedisClusterAddrs, ","),
+				Reason: fmt.Sprintf("%q is not host:port (a comma-separated list of seed nodes)", a)}
+		}
 	}
-	if _, err := c.AuthKeys(); err != nil {
-		return err
-	}
-	if c.AuthMaxTTL <= 0 || c.AuthMaxTTL > 30*24*time.Hour {
-		return &FieldError{Var: "SECKILL_AUTH_MAX_TTL", Value: c.AuthMaxTTL.String(), Reason: "must be between 0 and 720h"}
-	}
-	if k, err := hex.DecodeString(c.PaysimSecret); err != nil || len(k) < 32 {
-		return &FieldError{Var: "SECKILL_PAYSIM_SECRET", Value: "<redacted>", Reason: "must be hex of at least 32 bytes"}
-	}
-	if c.CallbackTolerance <= 0 || c.CallbackTolerance > time.Hour {
-		return &FieldError{Var: "SECKILL_CALLBACK_TOLERANCE", Value: c.CallbackTolerance.String(), Reason: "must be between 0 and 1h"}
+	if c.RedisCluster() && c.RedisDB != 0 {
+		return &FieldError{Var: "SECKILL_REDIS_DB", Value: fmt.Sprint(c.RedisDB),
+			Reason: "must be 0 with SECKILL_REDIS_CLUSTER_ADDRS set: a Redis Cluster has only database 0"}
 	}
 	return nil
 }
 
-// Deployment kinds (SECKILL_ENV).
-const (
-	EnvProduction  = "production"
-	EnvDevelopment = "development"
-)
-
-// TrustedProxyPrefixes parses SECKILL_TRUSTED_PROXIES (a bare address is a
-// single-address prefix).
-func (c Config) TrustedProxyPrefixes() ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, v := range c.TrustedProxies {
-		v = strings.TrimSpace(v)
-		if v == "" {
-			continue
-		}
-		if p, err := netip.ParsePrefix(v); err == nil {
-			out = append(out, p.Masked())
-			continue
-		}
-		a, err := netip.ParseAddr(v)
-		if err != nil {
-			return nil, fmt.Errorf("%q is neither a CIDR nor an address", v)
-		}
-		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-	}
-	return out, nil
-}
-
-// sameSecret reports whether a configured secret is the development one in
-// effect: a hex key is compared as the bytes it decodes to (any case), with
-// trailing zero bytes dropped (HMAC pads a short key with zeros, so "<dev>00"
-// signs exactly as the development key does).
-func sameSecret(got, dev string) bool {
-	got = strings.TrimSpace(got)
-	g, err1 := hex.DecodeString(got)
-	d, err2 := hex.DecodeString(dev)
-	if err1 == nil && err2 == nil {
-		return bytes.Equal(bytes.TrimRight(g, "\x00"), bytes.TrimRight(d, "\x00"))
-	}
-	return got == dev
-}
-
-// refuseDevSecrets fails on the first secret (a field tagged secret:"dev")
-// that still holds its public development default. For a list of
-// "version:key" pairs, a default key under any version counts.
-func (c Config) refuseDevSecrets() error {
-	v := reflect.ValueOf(c)
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Tag.Get("secret") != "dev" {
-			continue
-		}
-		dev := false
-		switch x := v.Field(i).Interface().(type) {
-		case string:
-			dev = sameSecret(x, f.Tag.Get("envDefault"))
-		case []string:
-			for _, pair := range x {
-				for _, d := range strings.Split(f.Tag.Get("envDefault"), ",") {
-					_, key, _ := strings.Cut(strings.TrimSpace(pair), ":")
-					_, devKey, _ := strings.Cut(d, ":")
-					dev = dev || sameSecret(key, devKey)
-				}
-			}
-		}
-		if dev {
-			return &FieldError{Var: f.Tag.Get("env"), Value: "<redacted>",
-				Reason: "is the public development default: set a secret of your own (or SECKILL_ENV=development on a developer machine)"}
-		}
-	}
-	return nil
-}
-
-// IDKeys parses SECKILL_ID_SECRETS into version → key and checks that the
-// current SECKILL_ID_KEY_VERSION is among them.
-func (c Config) IDKeys() (map[int][]byte, error) {
-	return versionedKeys("SECKILL_ID_SECRETS", c.IDSecrets, "SECKILL_ID_KEY_VERSION", c.IDKeyVersion)
-}
-
-// AuthKeys parses SECKILL_AUTH_SECRETS into version → key and checks that
-// the current SECKILL_AUTH_KEY_VERSION is among them.
-func (c Config) AuthKeys() (map[int][]byte, error) {
-	return versionedKeys("SECKILL_AUTH_SECRETS", c.AuthSecrets, "SECKILL_AUTH_KEY_VERSION", c.AuthKeyVersion)
-}
-
-func versionedKeys(name string, pairs []string, currentName string, current int) (map[int][]byte, error) {
-	keys := make(map[int][]byte, len(pairs))
-	for _, pair := range pairs {
-		ver, hexKey, ok := strings.Cut(strings.TrimSpace(pair), ":")
-		var v int
-		if _, err := fmt.Sscanf(ver, "%d", &v); !ok || err != nil || v <= 0 {
-			return nil, &FieldError{Var: name, Value: "<redacted>", Reason: "each entry must be version:hexkey with a positive version"}
-		}
-		k, err := hex.DecodeString(hexKey)
-		if err != nil || len(k) < 32 {
-			return nil, &FieldError{Var: name, Value: "<redacted>", Reason: fmt.Sprintf("key version %d must be hex of at least 32 bytes", v)}
-		}
-		if _, dup := keys[v]; dup {
-			return nil, &FieldError{Var: name, Value: "<redacted>", Reason: fmt.Sprintf("key version %d appears twice", v)}
-		}
-		keys[v] = k
-	}
-	if _, ok := keys[current]; !ok {
-		return nil, &FieldError{Var: currentName, Value: fmt.Sprint(current), Reason: "no such version in " + name}
-	}
-	return keys, nil
-}
+// RedisCluster reports whether the processes use a Redis Cluster
+// (SECKILL_REDIS_CLUSTER_ADDRS set) instead of the single Redis.
+func (c Config) RedisCluster() bool { return len(c.RedisClusterAddrs) > 0 }

@@ -32,6 +32,8 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		{"bad id secret", "SECKILL_ID_SECRETS", "x:zz", "SECKILL_ID_SECRETS"},
 		{"unknown key version", "SECKILL_ID_KEY_VERSION", "9", "SECKILL_ID_KEY_VERSION"},
 		{"bad log level", "SECKILL_LOG_LEVEL", "loud", "SECKILL_LOG_LEVEL"},
+		{"cluster seed without port", "SECKILL_REDIS_CLUSTER_ADDRS", "127.0.0.1:57001,127.0.0.1", "SECKILL_REDIS_CLUSTER_ADDRS"},
+		{"empty cluster seed", "SECKILL_REDIS_CLUSTER_ADDRS", "127.0.0.1:57001,,127.0.0.1:57003", "SECKILL_REDIS_CLUSTER_ADDRS"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -44,6 +46,23 @@ func TestErrorsNameTheVariable(t *testing.T) {
 				t.Fatalf("error %q does not name %s", err, c.wantVar)
 			}
 		})
+	}
+}
+
+// A cluster has only database 0: SECKILL_REDIS_DB must stay 0 with it.
+func TestRedisClusterRefusesADatabase(t *testing.T) {
+	t.Setenv("SECKILL_ENV", "development")
+	t.Setenv("SECKILL_REDIS_CLUSTER_ADDRS", "127.0.0.1:57001, 127.0.0.1:57002")
+	t.Setenv("SECKILL_REDIS_DB", "7")
+	_, err := Load()
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Var != "SECKILL_REDIS_DB" || !strings.Contains(fe.Reason, "only database 0") {
+		t.Fatalf("cluster with database 7: %v", err)
+	}
+	t.Setenv("SECKILL_REDIS_DB", "0")
+	c, err := Load()
+	if err != nil || !c.RedisCluster() || len(c.RedisClusterAddrs) != 2 {
+		t.Fatalf("cluster with database 0: %+v %v", c.RedisClusterAddrs, err)
 	}
 }
 

@@ -29,7 +29,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type rig struct {
 	pool *pgxpool.Pool
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	acts *activities.Activities
 	pay  *payments.Store
 	ex   *explain.Explainer

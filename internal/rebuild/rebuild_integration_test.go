@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/invariants"
 	"github.com/seckill/seckill/internal/rebuild"
@@ -25,6 +27,34 @@ import (
 // loses every key of the sale as FLUSHALL would, without touching other
 // tests that share the Redis server.
 const redisDB = 9
+
+// lossyRedis is the test's Redis and how it loses the sale's keys: FLUSHDB
+// of redisDB on the single Redis; on a Redis Cluster, which has only
+// database 0 shared with every other test, every key of each bucket's hash
+// tag and its lua.ActiveSKUs member (what a FLUSHALL takes from the sale).
+func lossyRedis(t *testing.T, cfg config.Config, sku lua.SKU) (redis.UniversalClient, func() error) {
+	ctx := context.Background()
+	if cfg.RedisCluster() {
+		rdb := testenv.Redis(t, cfg)
+		lose := func() error {
+			for _, k := range sku.All() {
+				testenv.DeleteSKUKeys(ctx, rdb, k)
+				if err := rdb.SRem(ctx, lua.ActiveSKUs, k.Member()).Err(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		t.Cleanup(func() { _ = lose() })
+		return rdb, lose
+	}
+	rdb, err := redisx.OpenDB(ctx, cfg.RedisAddr, redisDB, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.FlushDB(context.Background()); _ = rdb.Close() })
+	return rdb, func() error { return rdb.FlushDB(ctx).Err() }
+}
 
 // After Redis loses everything mid-sale and is rebuilt from PostgreSQL, the
 // sale goes on without overselling, and conservation holds at the end.
@@ -40,20 +70,15 @@ func flushMidSaleThenRebuild(t *testing.T, buckets int) {
 	cfg := testenv.Require(t)
 	dsn, pool := testenv.Database(t, cfg)
 	ctx := context.Background()
-	rdb, err := redisx.OpenDB(ctx, cfg.RedisAddr, redisDB, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	t.Cleanup(func() { rdb.FlushDB(context.Background()) })
 	stock := int64(10 + 2*(buckets-1)) // 10 in one bucket, 3 in each of four
 	a := sale.Activity{ActivityID: testenv.ActivityID(), Name: "f", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
 		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300, SKUs: []sale.SKU{{SKUID: 1, Stock: stock, PriceCents: 100, Buckets: buckets}}}
+	k := lua.Keys{ActivityID: a.ActivityID, SKUID: 1}
+	sku := lua.SKU{ActivityID: a.ActivityID, SKUID: 1, Buckets: buckets}
+	rdb, lose := lossyRedis(t, cfg, sku)
 	if _, err := sale.Setup(ctx, pool, rdb, a); err != nil {
 		t.Fatal(err)
 	}
-	k := lua.Keys{ActivityID: a.ActivityID, SKUID: 1}
-	sku := lua.SKU{ActivityID: a.ActivityID, SKUID: 1, Buckets: buckets}
 	verify, _ := pgxpool.New(ctx, dsn)
 	defer verify.Close()
 	acts, err := activities.New(activities.Deps{Pool: pool, Verify: verify, Redis: rdb, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -97,7 +122,7 @@ func flushMidSaleThenRebuild(t *testing.T, buckets int) {
 			inflight = append(inflight, m)
 		}
 	}
-	if err := rdb.FlushDB(ctx).Err(); err != nil {
+	if err := lose(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rebuild.Rebuild(ctx, pool, rdb, a.ActivityID, time.Hour, false); !errors.Is(err, rebuild.ErrSaleAdmitting) {

@@ -25,7 +25,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type rig struct {
 	pool *pgxpool.Pool
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	acts *activities.Activities
 	rec  *reconcile.Reconciler
 	k    lua.Keys

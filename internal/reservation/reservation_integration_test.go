@@ -29,7 +29,7 @@ import (
 
 type rig struct {
 	cfg  config.Config
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	prod *mq.Producer
 	fp   *failpoint.Set
 	res  *reservation.Reserver
@@ -70,9 +70,7 @@ func newRig(t *testing.T, stock int, tune ...func(*reservation.Options)) *rig {
 	rdb.SAdd(ctx, lua.ActiveSKUs, member)
 	t.Cleanup(func() {
 		rdb.SRem(ctx, lua.ActiveSKUs, member)
-		if ks, _ := rdb.Keys(ctx, fmt.Sprintf("seckill:{%d:%d}:*", k.ActivityID, k.SKUID)).Result(); len(ks) > 0 {
-			rdb.Del(ctx, ks...)
-		}
+		testenv.DeleteSKUKeys(ctx, rdb, k)
 	})
 	m := metrics.NewReservation(prometheus.NewRegistry())
 	fp := &failpoint.Set{}

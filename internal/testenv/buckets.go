@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/redisx"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -38,15 +39,15 @@ func BucketSale(t testing.TB, rdb redis.Cmdable, stock ...int64) lua.Keys {
 	return k
 }
 
-// DeleteActivity deletes every key of activityID's SKUs (every bucket).
+// DeleteActivity deletes every key of activityID's SKUs (every bucket), on
+// each master of a cluster (a node's SCAN sees only its own slots; a DEL
+// runs on the node that holds the keys).
 func DeleteActivity(rdb redis.Cmdable, activityID int64) {
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, fmt.Sprintf("seckill:{%d:*", activityID), 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if len(keys) > 0 {
-		rdb.Del(ctx, keys...)
-	}
+	_ = redisx.ForEachMaster(context.Background(), rdb, func(ctx context.Context, n *redis.Client) error {
+		iter := n.Scan(ctx, 0, fmt.Sprintf("seckill:{%d:*", activityID), 1000).Iterator()
+		for iter.Next(ctx) {
+			n.Del(ctx, iter.Val())
+		}
+		return iter.Err()
+	})
 }

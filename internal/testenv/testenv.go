@@ -13,7 +13,9 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,10 +135,13 @@ func withDatabase(t testing.TB, dsn, db string) string {
 	return u.String()
 }
 
-// Redis returns a client of the stack's Redis with the scripts loaded.
-func Redis(t testing.TB, cfg config.Config) *redis.Client {
+// Redis returns a client of the stack's Redis with the scripts loaded: the
+// Redis Cluster when SECKILL_REDIS_CLUSTER_ADDRS is set (make
+// test-redis-cluster), else the single Redis. Tests share it and keep apart
+// by random activity ids (ActivityID), never by logical database.
+func Redis(t testing.TB, cfg config.Config) redis.UniversalClient {
 	t.Helper()
-	c, err := redisx.Open(context.Background(), cfg.RedisAddr, 64)
+	c, err := redisx.Dial(context.Background(), cfg, 64)
 	if err != nil {
 		t.Fatalf("redis (is the stack up? make up): %v", err)
 	}
@@ -230,9 +235,42 @@ func Sale(t testing.TB, pool *pgxpool.Pool, rdb redis.Cmdable, skuID, stock, pri
 	k := lua.Keys{ActivityID: a.ActivityID, SKUID: skuID}
 	t.Cleanup(func() {
 		rdb.SRem(ctx, lua.ActiveSKUs, fmt.Sprintf("%d:%d", k.ActivityID, k.SKUID))
-		if ks, _ := rdb.Keys(ctx, fmt.Sprintf("seckill:{%d:%d}:*", k.ActivityID, k.SKUID)).Result(); len(ks) > 0 {
-			rdb.Del(ctx, ks...)
-		}
+		DeleteSKUKeys(ctx, rdb, k)
 	})
 	return k
+}
+
+// DeleteSKUKeys deletes every Redis key of one (activity, sku). Its keys
+// share a hash tag, so they live on one node: KEYS runs on the master of the
+// tag's slot (KEYS through a cluster client asks one arbitrary node).
+func DeleteSKUKeys(ctx context.Context, rdb redis.Cmdable, k lua.Keys) {
+	node, err := redisx.NodeFor(ctx, rdb, k.Counter())
+	if err != nil {
+		return
+	}
+	if ks, _ := node.Keys(ctx, strings.TrimSuffix(k.Counter(), "counter")+"*").Result(); len(ks) > 0 {
+		node.Del(ctx, ks...)
+	}
+}
+
+// ScanKeys is every key matching match, sorted: SCAN on every master of a
+// cluster (one node's SCAN sees only its slots), on the one Redis otherwise.
+func ScanKeys(t testing.TB, rdb redis.Cmdable, match string) []string {
+	t.Helper()
+	var mu sync.Mutex
+	var out []string
+	err := redisx.ForEachMaster(context.Background(), rdb, func(ctx context.Context, n *redis.Client) error {
+		it := n.Scan(ctx, 0, match, 1000).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			out = append(out, it.Val())
+			mu.Unlock()
+		}
+		return it.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -97,7 +97,9 @@ type BucketsCase struct {
 // part of this bench.
 type acceptAll struct{}
 
-func (acceptAll) Send(context.Context, mq.Message) (mq.SendResult, error) { return mq.SendResult{}, nil }
+func (acceptAll) Send(context.Context, mq.Message) (mq.SendResult, error) {
+	return mq.SendResult{}, nil
+}
 func (acceptAll) SendBatch(context.Context, []mq.Message) (mq.SendResult, error) {
 	return mq.SendResult{}, nil
 }

@@ -74,7 +74,7 @@ type orderEnv struct {
 	cfg        config.Config // points at the scratch database and the bench task queue
 	conns      *app.Conns
 	tel        *app.Telemetry
-	rdb        *redis.Client
+	rdb        redis.UniversalClient
 	dsn        string
 	runID      string
 	activity   int64
@@ -185,6 +185,9 @@ func orderTargets(cfg config.Config, o OrderOptions) error {
 		return fmt.Errorf("SECKILL_PG_DSN: %w", err)
 	}
 	if _, _, err := loopbackAddr("SECKILL_PG_DSN", net.JoinHostPort(pgc.Host, fmt.Sprint(pgc.Port))); err != nil {
+		return err
+	}
+	if err := singleRedis(cfg); err != nil {
 		return err
 	}
 	if _, _, err := loopbackAddr("SECKILL_REDIS_ADDR", cfg.RedisAddr); err != nil {

@@ -69,7 +69,7 @@ func PlainWorkflow(ctx workflow.Context, in PlainInput) error {
 // plainActivities are the plain workflow's two activities.
 type plainActivities struct {
 	pool *pgxpool.Pool
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	key  string // the Redis set the projection adds to
 }
 

@@ -78,7 +78,7 @@ const (
 // benchEnv is what the phases share.
 type benchEnv struct {
 	o        ReserveOptions
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	rb       RedisBenchmark
 	activity int64
 	keyVer   int
@@ -197,6 +197,9 @@ func reserveTargets(sys config.Config, o ReserveOptions) (RedisBenchmark, error)
 	rbPath, err := exec.LookPath(o.RedisBenchmark)
 	if err != nil {
 		return RedisBenchmark{}, fmt.Errorf("redis-benchmark not found (--redis-benchmark): %w", err)
+	}
+	if err := singleRedis(sys); err != nil {
+		return RedisBenchmark{}, err
 	}
 	redisHost, redisPort, err := loopbackAddr("SECKILL_REDIS_ADDR", sys.RedisAddr)
 	if err != nil {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -13,7 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/redisx"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"
 )
@@ -36,37 +39,63 @@ func loopbackAddr(name, addr string) (string, int, error) {
 	return host, port, nil
 }
 
+// singleRedis refuses a Redis Cluster: the benches measure the single Redis
+// (redis-benchmark drives one server).
+func singleRedis(cfg config.Config) error {
+	if cfg.RedisCluster() {
+		return errors.New("SECKILL_REDIS_CLUSTER_ADDRS is set: the benches measure the single Redis (SECKILL_REDIS_ADDR); unset it")
+	}
+	return nil
+}
+
+// unlinkTag deletes every key of k's hash tag (SCAN + UNLINK in batches on
+// the node that owns its slot).
+func unlinkTag(ctx context.Context, rdb redis.UniversalClient, k lua.Keys) (int64, error) {
+	pattern := strings.TrimSuffix(k.Counter(), "counter") + "*" // no glob characters in the prefix
+	node, err := redisx.NodeFor(ctx, rdb, k.Counter())
+	if err != nil {
+		return 0, err
+	}
+	var deleted int64
+	var cursor uint64
+	for {
+		keys, next, err := node.Scan(ctx, cursor, pattern, 2000).Result()
+		if err != nil {
+			return deleted, fmt.Errorf("scan %s: %w", pattern, err)
+		}
+		for len(keys) > 0 {
+			batch := keys[:min(len(keys), 500)]
+			keys = keys[len(batch):]
+			n, err := node.Unlink(ctx, batch...).Result()
+			if err != nil {
+				return deleted, fmt.Errorf("unlink: %w", err)
+			}
+			deleted += n
+		}
+		if cursor = next; cursor == 0 {
+			return deleted, nil
+		}
+	}
+}
+
 // benchCleanup deletes the bench activity's Redis keys (SCAN + UNLINK in
-// batches, per SKU), its active_skus members and its PostgreSQL rows.
-func benchCleanup(ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool, activityID int64, skus []sale.SKU,
+// batches, per SKU, on the node that holds the SKU's slot), its active_skus
+// members and its PostgreSQL rows.
+func benchCleanup(ctx context.Context, rdb redis.UniversalClient, pool *pgxpool.Pool, activityID int64, skus []sale.SKU,
 	progress func(string, ...any)) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var deleted int64
 	members := make([]any, 0, len(skus))
 	for _, s := range skus {
-		k := lua.Keys{ActivityID: activityID, SKUID: s.SKUID}
-		pattern := strings.TrimSuffix(k.Counter(), "counter") + "*" // no glob characters in the prefix
-		var cursor uint64
-		for {
-			keys, next, err := rdb.Scan(ctx, cursor, pattern, 2000).Result()
+		for _, k := range (lua.SKU{ActivityID: activityID, SKUID: s.SKUID, Buckets: max(s.Buckets, 1)}).All() {
+			n, err := unlinkTag(ctx, rdb, k)
+			deleted += n
 			if err != nil {
-				return fmt.Errorf("scan %s: %w", pattern, err)
+				return err
 			}
-			for len(keys) > 0 {
-				batch := keys[:min(len(keys), 500)]
-				keys = keys[len(batch):]
-				n, err := rdb.Unlink(ctx, batch...).Result()
-				if err != nil {
-					return fmt.Errorf("unlink: %w", err)
-				}
-				deleted += n
-			}
-			if cursor = next; cursor == 0 {
-				break
-			}
+			members = append(members, k.Member())
 		}
-		members = append(members, skuMember(activityID, s.SKUID))
 	}
 	if err := rdb.SRem(ctx, lua.ActiveSKUs, members...).Err(); err != nil {
 		return fmt.Errorf("srem %s: %w", lua.ActiveSKUs, err)

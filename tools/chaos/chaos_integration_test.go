@@ -37,6 +37,9 @@ func buildSeckill(t *testing.T) string {
 // restart and the sale judged before the next run.
 func TestCrashPointMatrix(t *testing.T) {
 	cfg := testenv.Require(t)
+	if cfg.RedisCluster() {
+		t.Skip(chaos.ErrRedisCluster)
+	}
 	runs := 5
 	if v, err := strconv.Atoi(os.Getenv("SECKILL_CRASH_RUNS")); err == nil && v > 0 {
 		runs = v

@@ -63,6 +63,12 @@ func (k Kind) topicCreate() string  { return "seckill_" + k.Name + "_create" }
 func (k Kind) topicEvents() string  { return "seckill_" + k.Name + "_events" }
 func (k Kind) starterGroup() string { return "saga-starter-" + k.Name }
 
+// ErrRedisCluster: a cluster of processes keeps apart from everything else
+// on the shared stack by its Redis logical database, which a Redis Cluster
+// (SECKILL_REDIS_CLUSTER_ADDRS) does not have; on database 0 its send-due
+// scanner would re-send other sales' reservations to its own topics.
+var ErrRedisCluster = errors.New("chaos: needs a Redis logical database of its own (Kind.RedisDB); a Redis Cluster has only database 0: run it on the single Redis (unset SECKILL_REDIS_CLUSTER_ADDRS)")
+
 // ClusterOptions shape a Cluster.
 type ClusterOptions struct {
 	// Bin is the seckill binary to run (go build -o ... ./cmd/seckill).
@@ -93,7 +99,7 @@ type Cluster struct {
 	log   *slog.Logger
 
 	Pool     *pgxpool.Pool
-	Redis    *redis.Client
+	Redis    redis.UniversalClient
 	Temporal client.Client
 	auth     *auth.Authenticator
 	provider *paysim.Client
@@ -112,6 +118,9 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	}
 	if err := os.MkdirAll(o.Dir, 0o750); err != nil {
 		return nil, err
+	}
+	if o.Config.RedisCluster() {
+		return nil, ErrRedisCluster
 	}
 	if o.Kind.Name == "" {
 		o.Kind = KindChaos

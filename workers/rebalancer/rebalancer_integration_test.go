@@ -24,7 +24,7 @@ import (
 // of its own, so no other rebalancer on the shared Redis sees it.
 type fixture struct {
 	t        *testing.T
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	k        lua.Keys
 	n        int
 	set      string

@@ -1,0 +1,143 @@
+package config
+
+// The secrets of a deployment (ID and auth keys, the callback secret), the
+// refusal of the public development ones, and the trusted proxies.
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// validateSecrets checks keys, tokens' lifetime and the callback secret.
+func (c Config) validateSecrets() error {
+	if _, err := c.IDKeys(); err != nil {
+		return err
+	}
+	if _, err := c.AuthKeys(); err != nil {
+		return err
+	}
+	if c.AuthMaxTTL <= 0 || c.AuthMaxTTL > 30*24*time.Hour {
+		return &FieldError{Var: "SECKILL_AUTH_MAX_TTL", Value: c.AuthMaxTTL.String(), Reason: "must be between 0 and 720h"}
+	}
+	if k, err := hex.DecodeString(c.PaysimSecret); err != nil || len(k) < 32 {
+		return &FieldError{Var: "SECKILL_PAYSIM_SECRET", Value: "<redacted>", Reason: "must be hex of at least 32 bytes"}
+	}
+	if c.CallbackTolerance <= 0 || c.CallbackTolerance > time.Hour {
+		return &FieldError{Var: "SECKILL_CALLBACK_TOLERANCE", Value: c.CallbackTolerance.String(), Reason: "must be between 0 and 1h"}
+	}
+	return nil
+}
+
+// Deployment kinds (SECKILL_ENV).
+const (
+	EnvProduction  = "production"
+	EnvDevelopment = "development"
+)
+
+// TrustedProxyPrefixes parses SECKILL_TRUSTED_PROXIES (a bare address is a
+// single-address prefix).
+func (c Config) TrustedProxyPrefixes() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range c.TrustedProxies {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(v); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither a CIDR nor an address", v)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
+}
+
+// sameSecret reports whether a configured secret is the development one in
+// effect: a hex key is compared as the bytes it decodes to (any case), with
+// trailing zero bytes dropped (HMAC pads a short key with zeros, so "<dev>00"
+// signs exactly as the development key does).
+func sameSecret(got, dev string) bool {
+	got = strings.TrimSpace(got)
+	g, err1 := hex.DecodeString(got)
+	d, err2 := hex.DecodeString(dev)
+	if err1 == nil && err2 == nil {
+		return bytes.Equal(bytes.TrimRight(g, "\x00"), bytes.TrimRight(d, "\x00"))
+	}
+	return got == dev
+}
+
+// refuseDevSecrets fails on the first secret (a field tagged secret:"dev")
+// that still holds its public development default. For a list of
+// "version:key" pairs, a default key under any version counts.
+func (c Config) refuseDevSecrets() error {
+	v := reflect.ValueOf(c)
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Tag.Get("secret") != "dev" {
+			continue
+		}
+		dev := false
+		switch x := v.Field(i).Interface().(type) {
+		case string:
+			dev = sameSecret(x, f.Tag.Get("envDefault"))
+		case []string:
+			for _, pair := range x {
+				for _, d := range strings.Split(f.Tag.Get("envDefault"), ",") {
+					_, key, _ := strings.Cut(strings.TrimSpace(pair), ":")
+					_, devKey, _ := strings.Cut(d, ":")
+					dev = dev || sameSecret(key, devKey)
+				}
+			}
+		}
+		if dev {
+			return &FieldError{Var: f.Tag.Get("env"), Value: "<redacted>",
+				Reason: "is the public development default: set a secret of your own (or SECKILL_ENV=development on a developer machine)"}
+		}
+	}
+	return nil
+}
+
+// IDKeys parses SECKILL_ID_SECRETS into version → key and checks that the
+// current SECKILL_ID_KEY_VERSION is among them.
+func (c Config) IDKeys() (map[int][]byte, error) {
+	return versionedKeys("SECKILL_ID_SECRETS", c.IDSecrets, "SECKILL_ID_KEY_VERSION", c.IDKeyVersion)
+}
+
+// AuthKeys parses SECKILL_AUTH_SECRETS into version → key and checks that
+// the current SECKILL_AUTH_KEY_VERSION is among them.
+func (c Config) AuthKeys() (map[int][]byte, error) {
+	return versionedKeys("SECKILL_AUTH_SECRETS", c.AuthSecrets, "SECKILL_AUTH_KEY_VERSION", c.AuthKeyVersion)
+}
+
+func versionedKeys(name string, pairs []string, currentName string, current int) (map[int][]byte, error) {
+	keys := make(map[int][]byte, len(pairs))
+	for _, pair := range pairs {
+		ver, hexKey, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		var v int
+		if _, err := fmt.Sscanf(ver, "%d", &v); !ok || err != nil || v <= 0 {
+			return nil, &FieldError{Var: name, Value: "<redacted>", Reason: "each entry must be version:hexkey with a positive version"}
+		}
+		k, err := hex.DecodeString(hexKey)
+		if err != nil || len(k) < 32 {
+			return nil, &FieldError{Var: name, Value: "<redacted>", Reason: fmt.Sprintf("key version %d must be hex of at least 32 bytes", v)}
+		}
+		if _, dup := keys[v]; dup {
+			return nil, &FieldError{Var: name, Value: "<redacted>", Reason: fmt.Sprintf("key version %d appears twice", v)}
+		}
+		keys[v] = k
+	}
+	if _, ok := keys[current]; !ok {
+		return nil, &FieldError{Var: currentName, Value: fmt.Sprint(current), Reason: "no such version in " + name}
+	}
+	return keys, nil
+}
