@@ -77,7 +77,7 @@ type BucketsReport struct {
 type BucketsCase struct {
 	Buckets  int           `json:"buckets"`
 	Admitted int64         `json:"admitted"`
-	Other    int64         `json:"other"` // answers other than QUEUED, and errors
+	Other    int64         `json:"other"` // answers other than QUEUED (SOLD_OUT of a dry bucket), and errors
 	Seconds  float64       `json:"seconds"`
 	PerSec   float64       `json:"reservations_per_s"`
 	P50      time.Duration `json:"p50_ns"`
@@ -239,7 +239,8 @@ func redisKind(cfg config.Config) string {
 // WriteText prints the report as a table.
 func (r *BucketsReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "seckill bench buckets: admission on one hot SKU split into B buckets, Redis %s, %d CPUs (no broker)\n", r.Redis, r.NCPU)
-	fmt.Fprintf(w, "%-4s %10s %14s %9s %9s %9s %11s %11s  %s\n", "B", "admitted", "reservations/s", "p50", "p99", "gateway%",
+	fmt.Fprintf(w, "(sold out: users whose bucket ran dry before the others; this bench runs no rebalancer)\n")
+	fmt.Fprintf(w, "%-4s %10s %9s %14s %9s %9s %9s %11s %11s  %s\n", "B", "admitted", "sold out", "reservations/s", "p50", "p99", "gateway%",
 		"gw µs/op", "redis µs/op", "redis-server % of a core")
 	for _, c := range r.Cases {
 		names := make([]string, 0, len(c.RedisCorePct))
@@ -251,7 +252,7 @@ func (r *BucketsReport) WriteText(w io.Writer) {
 		for _, n := range names {
 			shares = append(shares, fmt.Sprintf("%s %.0f", n, c.RedisCorePct[n]))
 		}
-		fmt.Fprintf(w, "%-4d %10d %14.0f %9s %9s %9.0f %11.1f %11.1f  %s\n", c.Buckets, c.Admitted, c.PerSec,
+		fmt.Fprintf(w, "%-4d %10d %9d %14.0f %9s %9s %9.0f %11.1f %11.1f  %s\n", c.Buckets, c.Admitted, c.Other, c.PerSec,
 			c.P50.Round(time.Microsecond), c.P99.Round(time.Microsecond), c.GatewayCorePct, c.GatewayUSPerOp, c.RedisUSPerOp,
 			strings.Join(shares, ", "))
 	}
