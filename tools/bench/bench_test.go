@@ -72,8 +72,8 @@ func TestReserveCallArgsMatchKeyLayout(t *testing.T) {
 	c := ReserveCall{SHA: lua.ReserveSHA(), ActivityID: 77, SKUID: 3, NowMS: 1000, KeyVersion: 1, SchemaVersion: 1,
 		TTL: 2 * time.Hour, SendDueAtMS: 5000}
 	args := c.Args()
-	if len(args) != 3+7+11 {
-		t.Fatalf("%d args, want EVALSHA sha numkeys + 7 keys + 11 argv: %q", len(args), args)
+	if len(args) != 3+7+12 {
+		t.Fatalf("%d args, want EVALSHA sha numkeys + 7 keys + 12 argv: %q", len(args), args)
 	}
 	if args[0] != "EVALSHA" || args[1] != lua.ReserveSHA() || args[2] != "7" {
 		t.Fatalf("head = %q", args[:3])
@@ -97,9 +97,9 @@ func TestReserveCallArgsMatchKeyLayout(t *testing.T) {
 			t.Errorf("ARGV[%d] = %q: not 36 characters like a UUID", i+1, got)
 		}
 	}
-	wantTail := []string{"77", "3", "1000", "1", "1", "7200000", "5000"}
+	wantTail := []string{"77", "3", "1000", "1", "1", "7200000", "5000", "0"} // ARGV[12]: bucket 0
 	if got := args[3+7+4:]; strings.Join(got, " ") != strings.Join(wantTail, " ") {
-		t.Errorf("ARGV[5..11] = %q, want %q", got, wantTail)
+		t.Errorf("ARGV[5..12] = %q, want %q", got, wantTail)
 	}
 	if sub(args[3+7+3]) != n {
 		t.Errorf("ARGV[4] user = %q", args[3+7+3])
