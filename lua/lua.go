@@ -110,11 +110,11 @@ func BucketOf(userID int64, buckets int) int {
 	if buckets <= 1 {
 		return 0
 	}
-	z := uint64(userID) + 0x9e3779b97f4a7c15
+	z := uint64(userID) + 0x9e3779b97f4a7c15 // #nosec G115 -- the id's bits are hashed, not used as a quantity
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	z ^= z >> 31
-	return int(z % uint64(buckets))
+	return int(z % uint64(buckets)) // #nosec G115 -- below buckets (> 1 here), which is an int
 }
 
 // Counter is the hash of stock counters: initial, available, open_reserved,
