@@ -322,9 +322,41 @@ func wantSKU(t *testing.T, got map[string]any, sku int64, created bool, initial,
 	t.Helper()
 	want := map[string]any{"sku_id": float64(sku), "created": created, "initial_stock": float64(initial),
 		"available_stock": float64(available), "price_cents": float64(500), "redis_initialised": redisInit,
-		"redis_available": float64(redisAvail)}
+		"redis_available": float64(redisAvail), "buckets": float64(1)}
 	if !maps.Equal(got, want) {
 		t.Fatalf("sku result %v, want %v", got, want)
+	}
+}
+
+// A SKU set up with four buckets answers its count and spreads its stock;
+// the same SKU with another count is refused, naming the field, and
+// nothing changes.
+func TestIntegrationSaleSetupBuckets(t *testing.T) {
+	s := newStack(t)
+	a := testenv.ActivityID()
+	now := time.Now()
+	def := activityDef(a, now.Add(-time.Minute), now.Add(time.Hour), skuDef{7, 10})
+	def["skus"].([]any)[0].(map[string]any)["buckets"] = 4
+	st, m := s.setup(def)
+	if st != http.StatusOK {
+		t.Fatalf("set-up = %d %v", st, m)
+	}
+	if r := skuResult(t, m, 0); r["buckets"] != float64(4) || r["redis_available"] != float64(10) {
+		t.Fatalf("sku result %v, want 4 buckets holding 10 units", r)
+	}
+	ctx := context.Background()
+	sku := lua.SKU{ActivityID: a, SKUID: 7, Buckets: 4}
+	for b, want := range lua.Split(10, 4) {
+		if got, _ := s.rdb.HGet(ctx, sku.Bucket(b).Counter(), "available").Int64(); got != want {
+			t.Errorf("bucket %d holds %d, want %d", b, got, want)
+		}
+	}
+	def["skus"].([]any)[0].(map[string]any)["buckets"] = 2
+	if st, m := s.setup(def); st != http.StatusBadRequest || fieldOf(m) != "skus[0].buckets" {
+		t.Fatalf("another bucket count = %d %v, want 400 naming skus[0].buckets", st, m)
+	}
+	if n := s.count(`SELECT buckets FROM sku_inventory WHERE activity_id = $1 AND sku_id = 7`, a); n != 4 {
+		t.Fatalf("sku_inventory.buckets = %d after the refused set-up, want 4", n)
 	}
 }
 
