@@ -352,8 +352,8 @@ func TestIntegrationSaleSetupBuckets(t *testing.T) {
 		}
 	}
 	def["skus"].([]any)[0].(map[string]any)["buckets"] = 2
-	if st, m := s.setup(def); st != http.StatusBadRequest || fieldOf(m) != "skus[0].buckets" {
-		t.Fatalf("another bucket count = %d %v, want 400 naming skus[0].buckets", st, m)
+	if st, m := s.setup(def); st != http.StatusConflict || m["code"] != "BUCKETS_FIXED" || fieldOf(m) != "skus[0].buckets" {
+		t.Fatalf("another bucket count = %d %v, want 409 BUCKETS_FIXED naming skus[0].buckets", st, m)
 	}
 	if n := s.count(`SELECT buckets FROM sku_inventory WHERE activity_id = $1 AND sku_id = 7`, a); n != 4 {
 		t.Fatalf("sku_inventory.buckets = %d after the refused set-up, want 4", n)

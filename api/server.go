@@ -375,9 +375,12 @@ func (h *handlers) setupSale(w http.ResponseWriter, r *http.Request) {
 		audit(r, "skus_created", created)
 	}
 	var fe *sale.FieldError
+	var bf *sale.BucketsFixedError
 	switch {
 	case errors.As(err, &fe):
 		invalid(w, fe.Field, fe.Reason)
+	case errors.As(err, &bf):
+		writeError(w, http.StatusConflict, apiError{Code: "BUCKETS_FIXED", Field: bf.Field, Message: bf.Error()})
 	case errors.Is(err, sale.ErrRedisNeedsRebuild):
 		writeError(w, http.StatusConflict, apiError{Code: "REDIS_NEEDS_REBUILD", Message: err.Error()})
 	case err != nil:

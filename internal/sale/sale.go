@@ -121,6 +121,20 @@ type SKUResult struct {
 	Buckets int `json:"buckets"`
 }
 
+// BucketsFixedError refuses another bucket count for an existing SKU: a
+// user's bucket is a hash of the user modulo the count, so changing it would
+// move users between buckets under a live sale. Nothing is written.
+type BucketsFixedError struct {
+	Field  string // skus[i].buckets
+	SKUID  int64
+	Stored int
+}
+
+func (e *BucketsFixedError) Error() string {
+	return fmt.Sprintf("%s: SKU %d exists with %d buckets; the count is fixed once set up (a user's bucket depends on it)",
+		e.Field, e.SKUID, e.Stored)
+}
+
 // ErrRedisNeedsRebuild means PostgreSQL shows stock movements for a SKU whose
 // Redis counters are gone: initialising them from the definition would admit
 // too many buyers. Rebuild Redis from PostgreSQL instead.
@@ -184,8 +198,7 @@ func upsertSKU(ctx context.Context, tx pgx.Tx, activityID int64, i int, s SKU) (
 			return r, fmt.Errorf("read sku %d: %w", s.SKUID, err)
 		}
 		if s.Buckets != 0 && s.Buckets != r.Buckets {
-			return r, &FieldError{fmt.Sprintf("skus[%d].buckets", i), fmt.Sprintf(
-				"SKU %d exists with %d buckets: the count is fixed once set up (a user's bucket depends on it)", s.SKUID, r.Buckets)}
+			return r, &BucketsFixedError{Field: fmt.Sprintf("skus[%d].buckets", i), SKUID: s.SKUID, Stored: r.Buckets}
 		}
 	default:
 		return r, fmt.Errorf("insert sku %d: %w", s.SKUID, err)
