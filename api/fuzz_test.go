@@ -3,6 +3,7 @@ package api_test
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,8 +43,8 @@ func FuzzReserveRequest(f *testing.F) {
 	h := api.NewRouter(api.Deps{Auth: a, Reserver: res, Status: &fakeStatus{}})
 	f.Fuzz(func(t *testing.T, activity, sku, idemKey, contentType, body string) {
 		req, err := http.NewRequest(http.MethodPost, "/v1/activities/"+activity+"/skus/"+sku+"/reservations", nil)
-		if err != nil {
-			t.Skip() // not a request line a client could send
+		if err != nil || strings.ContainsAny(req.URL.RequestURI(), " \t\r\n") {
+			t.Skip() // not a request line a client could send (a space left in the query by a "?" id)
 		}
 		rec := serve(h, req.Method, req.URL.RequestURI(), hdr("Authorization", "Bearer "+tok, "Idempotency-Key", idemKey, "Content-Type", contentType), body)
 		if rec.Code >= 500 {
