@@ -119,8 +119,8 @@ func TestFlashSaleInBucketsSellsExactlyAndCompensatesPerBucket(t *testing.T) {
 	// Each bucket's units add up on their own, and every bucket sold: its
 	// users' reservations went to it.
 	for _, b := range s.RedisBuckets {
-		if b.Delta() != 0 || b.Committed == 0 {
-			t.Errorf("bucket %d: %+v (delta %d)", b.Bucket, b, b.Delta())
+		if b.Balance() != 0 || b.Committed == 0 {
+			t.Errorf("bucket %d: %+v (delta %d)", b.Bucket, b, b.Balance())
 		}
 	}
 }

@@ -85,6 +85,9 @@ type BucketStock struct {
 	Bucket                                  int
 	Initial, Available, OpenReserved        int64
 	Committed, XferIn, XferOut, SoldOutHits int64
+	// Compensated and Released count units compensate.lua and release.lua
+	// gave back (compensated_total, released_total).
+	Compensated, Released int64
 	// Exists is false when the bucket has no counter hash.
 	Exists bool
 }
@@ -138,7 +141,8 @@ func (s SKUStock) Check(quiescent bool) error {
 	return nil
 }
 
-var stockFields = []string{"initial", "available", "open_reserved", "committed", "xfer_in", "xfer_out", "sold_out_hits"}
+var stockFields = []string{"initial", "available", "open_reserved", "committed", "xfer_in", "xfer_out", "sold_out_hits",
+	"compensated_total", "released_total"}
 
 // ReadBuckets reads the counters of buckets 0 … n−1 of k's SKU in one pipeline.
 func ReadBuckets(ctx context.Context, rdb redis.Cmdable, k Keys, n int) ([]BucketStock, error) {
@@ -167,7 +171,7 @@ func ReadBuckets(ctx context.Context, rdb redis.Cmdable, k Keys, n int) ([]Bucke
 			}
 		}
 		out[b] = BucketStock{Bucket: b, Initial: v[0], Available: v[1], OpenReserved: v[2], Committed: v[3],
-			XferIn: v[4], XferOut: v[5], SoldOutHits: v[6], Exists: exists}
+			XferIn: v[4], XferOut: v[5], SoldOutHits: v[6], Compensated: v[7], Released: v[8], Exists: exists}
 	}
 	return out, nil
 }

@@ -6,7 +6,6 @@ package invariants
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -36,23 +35,9 @@ type Snapshot struct {
 	// Buckets is the SKU's stock bucket count (docs/scale.md). The Redis
 	// figures above are sums over its buckets; RedisInTransfer is the units
 	// taken from one bucket by a transfer and not yet given to the other.
-	Buckets         int             `json:"buckets"`
-	RedisInTransfer int64           `json:"redis_in_transfer"`
-	RedisBuckets    []BucketCounter `json:"redis_buckets,omitempty"`
-}
-
-// BucketCounter is one bucket's Redis counter.
-type BucketCounter struct {
-	Bucket                                     int
-	Initial, Available, Open, Committed        int64
-	TransferredIn, TransferredOut, SoldOutHits int64
-	Present                                    bool
-}
-
-// Delta is the bucket's conservation error: initial + transferred in −
-// transferred out − available − open_reserved − committed (0 when it holds).
-func (b BucketCounter) Delta() int64 {
-	return b.Initial + b.TransferredIn - b.TransferredOut - b.Available - b.Open - b.Committed
+	Buckets         int               `json:"buckets"`
+	RedisInTransfer int64             `json:"redis_in_transfer"`
+	RedisBuckets    []lua.BucketStock `json:"redis_buckets,omitempty"`
 }
 
 // RedisDelta is the SKU's Redis conservation error over its buckets: Σ
@@ -104,39 +89,26 @@ func Take(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activityID
 	return s, nil
 }
 
-// readRedis sums the counters of every bucket (one pipeline; on Redis
-// Cluster it is split by slot).
+// readRedis sums the counters of every bucket (lua.ReadBuckets: one
+// pipeline; on Redis Cluster it is split by slot).
 func (s *Snapshot) readRedis(ctx context.Context, rdb redis.Cmdable, sku lua.SKU) error {
-	fields := []string{"initial", "available", "open_reserved", "committed", "compensated_total", "released_total",
-		"xfer_in", "xfer_out", "sold_out_hits"}
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.SliceCmd, 0, sku.Buckets)
-	for _, k := range sku.All() {
-		cmds = append(cmds, pipe.HMGet(ctx, k.Counter(), fields...))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	buckets, err := lua.ReadBuckets(ctx, rdb, sku.Bucket(0), max(sku.Buckets, 1))
+	if err != nil {
 		return fmt.Errorf("read redis counters: %w", err)
 	}
-	n := func(x any) int64 {
-		i, _ := strconv.ParseInt(fmt.Sprint(x), 10, 64)
-		return i
-	}
 	var in, out int64
-	for b, c := range cmds {
-		v := c.Val()
-		bc := BucketCounter{Bucket: b, Present: v[0] != nil, Initial: n(v[0]), Available: n(v[1]), Open: n(v[2]),
-			Committed: n(v[3]), TransferredIn: n(v[6]), TransferredOut: n(v[7]), SoldOutHits: n(v[8])}
-		s.RedisPresent = s.RedisPresent || bc.Present
-		s.RedisInitial += bc.Initial
-		s.RedisAvailable += bc.Available
-		s.RedisOpen += bc.Open
-		s.RedisCommitted += bc.Committed
-		s.RedisCompensated += n(v[4])
-		s.RedisReleased += n(v[5])
-		in, out = in+bc.TransferredIn, out+bc.TransferredOut
-		if sku.Buckets > 1 {
-			s.RedisBuckets = append(s.RedisBuckets, bc)
-		}
+	for _, b := range buckets {
+		s.RedisPresent = s.RedisPresent || b.Exists
+		s.RedisInitial += b.Initial
+		s.RedisAvailable += b.Available
+		s.RedisOpen += b.OpenReserved
+		s.RedisCommitted += b.Committed
+		s.RedisCompensated += b.Compensated
+		s.RedisReleased += b.Released
+		in, out = in+b.XferIn, out+b.XferOut
+	}
+	if sku.Buckets > 1 {
+		s.RedisBuckets = buckets
 	}
 	s.RedisInTransfer = out - in
 	return nil
@@ -243,9 +215,9 @@ func checkStock(s Snapshot, quiescent bool, add func(inv, format string, a ...an
 				s.RedisInitial, s.RedisAvailable, s.RedisInTransfer, s.RedisOpen, s.RedisCommitted, d)
 		}
 		for _, b := range s.RedisBuckets {
-			if d := b.Delta(); d != 0 || b.Available < 0 {
+			if d := b.Balance(); d != 0 || b.Available < 0 {
 				add("I7", "Redis bucket %d: initial %d + transferred in %d - out %d != available %d + open_reserved %d + committed %d (delta %d)",
-					b.Bucket, b.Initial, b.TransferredIn, b.TransferredOut, b.Available, b.Open, b.Committed, d)
+					b.Bucket, b.Initial, b.XferIn, b.XferOut, b.Available, b.OpenReserved, b.Committed, d)
 			}
 		}
 		if s.RedisInTransfer < 0 {

@@ -139,8 +139,8 @@ func flushMidSaleThenRebuild(t *testing.T, buckets int) {
 		t.Fatalf("after the rebuild: %+v %v", snap, err)
 	} else {
 		for _, b := range snap.RedisBuckets {
-			if b.Delta() != 0 || b.Available < 1 {
-				t.Errorf("rebuilt bucket %+v: delta %d, or no stock spread to it", b, b.Delta())
+			if b.Balance() != 0 || b.Available < 1 {
+				t.Errorf("rebuilt bucket %+v: delta %d, or no stock spread to it", b, b.Balance())
 			}
 		}
 	}

@@ -32,7 +32,7 @@ func (b *Buckets) SKU(ctx context.Context, activityID, skuID int64) (lua.SKU, er
 	if n, ok := b.known.Load(k); ok {
 		return lua.SKU{ActivityID: activityID, SKUID: skuID, Buckets: n.(int)}, nil
 	}
-	v, err := b.rdb.HMGet(ctx, k.Meta(), "start_ms", "buckets").Result()
+	v, err := b.rdb.HMGet(ctx, k.Meta(), "start_ms", lua.MetaBuckets).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return lua.SKU{}, fmt.Errorf("read bucket count of %d/%d: %w", activityID, skuID, err)
 	}
