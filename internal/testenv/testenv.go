@@ -226,18 +226,27 @@ func Stores(t testing.TB, pool *pgxpool.Pool, rdb redis.Cmdable, provider paymen
 // removes its Redis keys when the test ends.
 func Sale(t testing.TB, pool *pgxpool.Pool, rdb redis.Cmdable, skuID, stock, priceCents int64) lua.Keys {
 	t.Helper()
+	return BucketedSale(t, pool, rdb, skuID, stock, priceCents, 1).Bucket(0)
+}
+
+// BucketedSale is Sale with the SKU's Redis stock split into buckets.
+func BucketedSale(t testing.TB, pool *pgxpool.Pool, rdb redis.Cmdable, skuID, stock, priceCents int64, buckets int) lua.SKU {
+	t.Helper()
 	ctx := context.Background()
 	a := sale.Activity{ActivityID: ActivityID(), Name: "test", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
-		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300, SKUs: []sale.SKU{{SKUID: skuID, Stock: stock, PriceCents: priceCents}}}
+		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300,
+		SKUs: []sale.SKU{{SKUID: skuID, Stock: stock, PriceCents: priceCents, Buckets: buckets}}}
 	if _, err := sale.Setup(ctx, pool, rdb, a); err != nil {
 		t.Fatal(err)
 	}
-	k := lua.Keys{ActivityID: a.ActivityID, SKUID: skuID}
+	sku := lua.SKU{ActivityID: a.ActivityID, SKUID: skuID, Buckets: buckets}
 	t.Cleanup(func() {
-		rdb.SRem(ctx, lua.ActiveSKUs, fmt.Sprintf("%d:%d", k.ActivityID, k.SKUID))
-		DeleteSKUKeys(ctx, rdb, k)
+		for _, k := range sku.All() {
+			rdb.SRem(ctx, lua.ActiveSKUs, k.Member())
+			DeleteSKUKeys(ctx, rdb, k)
+		}
 	})
-	return k
+	return sku
 }
 
 // DeleteSKUKeys deletes every Redis key of one (activity, sku). Its keys
