@@ -191,11 +191,17 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 	if err != nil {
 		return nil, err
 	}
-	res, err := reservation.NewReserver(conns.Redis, d, conns.Producer, reservation.Options{
+	opt := reservation.Options{
 		Topic: cfg.TopicOrderCreate, SendTimeout: cfg.MQSendTimeout, SendDueDelay: cfg.SendDueDelay,
 		ReservationTTL: cfg.ReservationTTL, RecheckAfter: cfg.SendRecheckAfter, SoldOutMemo: cfg.SoldOutMemo,
 		Linger: cfg.SendLinger,
-	}, tel.Reservation, fp, log)
+	}
+	if cfg.ReserveAutoPipeline {
+		if opt.Scripts, err = conns.Redis.AutoPipeline(); err != nil {
+			return nil, fmt.Errorf("redis auto-pipeliner: %w", err)
+		}
+	}
+	res, err := reservation.NewReserver(conns.Redis, d, conns.Producer, opt, tel.Reservation, fp, log)
 	if err != nil {
 		return nil, err
 	}

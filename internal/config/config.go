@@ -114,6 +114,12 @@ type Config struct {
 	// batches at moderate rates, so each message costs the broker and Redis
 	// less (one send and one send_done.lua per batch and SKU).
 	SendLinger time.Duration `env:"SECKILL_SEND_LINGER" envDefault:"5ms"`
+	// ReserveAutoPipeline runs the gateway's reserve.lua calls through
+	// go-redis's auto-pipeliner: the calls of concurrent requests share one
+	// write and one read on a Redis connection (one pipeline) instead of a
+	// round trip each. A lone request still goes out at once. false: one
+	// EVALSHA round trip per call.
+	ReserveAutoPipeline bool `env:"SECKILL_RESERVE_AUTOPIPELINE" envDefault:"true"`
 	// SoldOutMemo is how long the gateway trusts a sold-out answer from Redis
 	// before asking again (compensation can return stock).
 	SoldOutMemo time.Duration `env:"SECKILL_SOLD_OUT_MEMO" envDefault:"500ms"`

@@ -81,12 +81,34 @@ func newRig(t *testing.T, stock int, tune ...func(*reservation.Options)) *rig {
 	for _, f := range tune {
 		f(&opt)
 	}
+	if opt.Scripts == autoPipelined {
+		ap, err := rdb.AutoPipeline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt.Scripts = ap
+	}
 	r, err := reservation.NewReserver(rdb, d, prod, opt, m, fp, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
 	return &rig{cfg: cfg, rdb: rdb, prod: prod, fp: fp, res: r, k: k, m: m}
+}
+
+// autopipelined, as Options.Scripts of newRig, stands for the rig's client's
+// auto-pipeliner (what the gateway runs reserve.lua on).
+var autoPipelined redis.Scripter = &redis.Client{}
+
+// scriptRunners are the two ways the gateway can run reserve.lua: one EVALSHA
+// round trip per call, or concurrent calls in shared pipelines.
+var scriptRunners = []struct {
+	name      string
+	pipelined bool
+	tune      func(*reservation.Options)
+}{
+	{"direct", false, func(*reservation.Options) {}},
+	{"auto-pipelined", true, func(o *reservation.Options) { o.Scripts = autoPipelined }},
 }
 
 func (r *rig) counters(t *testing.T) (initial, avail, open, committed int) {
@@ -176,7 +198,13 @@ func (c *collector) has(ids []string) (missing int) {
 }
 
 func TestOneUserThousandRequestsOneReservation(t *testing.T) {
-	r := newRig(t, 100)
+	for _, sr := range scriptRunners {
+		t.Run(sr.name, func(t *testing.T) { oneUserThousandRequests(t, sr.tune) })
+	}
+}
+
+func oneUserThousandRequests(t *testing.T, tune func(*reservation.Options)) {
+	r := newRig(t, 100, tune)
 	var wg sync.WaitGroup
 	results := make([]reservation.Result, 1000)
 	errs := make([]error, 1000)
@@ -218,8 +246,16 @@ func TestOneUserThousandRequestsOneReservation(t *testing.T) {
 }
 
 func TestBurstExactlyNReservationsAndOneMessageEach(t *testing.T) {
+	for _, sr := range scriptRunners {
+		t.Run(sr.name, func(t *testing.T) { burstExactlyN(t, sr.pipelined, sr.tune) })
+	}
+}
+
+func burstExactlyN(t *testing.T, pipelined bool, tune func(*reservation.Options)) {
 	const stock, buyers = 50, 2000
-	r := newRig(t, stock)
+	r := newRig(t, stock, tune)
+	pc := &pipelineCounter{}
+	r.rdb.AddHook(pc)
 	col := collect(t, r.cfg)
 	var mu sync.Mutex
 	var rids []uuid.UUID
@@ -250,6 +286,12 @@ func TestBurstExactlyNReservationsAndOneMessageEach(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// Auto-pipelined, the burst's calls shared round trips: 200 at once fill
+	// pipelines of tens (150 here). Direct, the largest pipeline is a send
+	// outcomes' record, a few commands.
+	if pipelined && pc.largest.Load() < 16 {
+		t.Errorf("auto-pipelined: the largest pipeline held %d commands, want 16 or more", pc.largest.Load())
+	}
 	if len(rids) != stock || soldOut != buyers-stock {
 		t.Fatalf("reservations %d sold out %d; want %d and %d", len(rids), soldOut, stock, buyers-stock)
 	}
@@ -457,6 +499,23 @@ func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(int64(len(cmds))); return next(ctx, cmds) }
+}
+
+// pipelineCounter keeps the largest pipeline a client sent.
+type pipelineCounter struct{ largest atomic.Int64 }
+
+func (c *pipelineCounter) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (c *pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (c *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for n := int64(len(cmds)); ; {
+			old := c.largest.Load()
+			if n <= old || c.largest.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
 }
 
 // Once the gateway holds a copy of a sold-out SKU's holders, it gives the

@@ -75,6 +75,9 @@ type Options struct {
 	// 1 ms; the gateway uses SECKILL_SEND_LINGER, 5 ms).
 	MaxBatch int
 	Linger   time.Duration
+	// Scripts runs reserve.lua (default: the Reserver's client). The gateway
+	// passes the client's auto-pipeliner (SECKILL_RESERVE_AUTOPIPELINE).
+	Scripts redis.Scripter
 }
 
 // Reserver admits requests. It is safe for concurrent use.
@@ -116,6 +119,9 @@ func NewReserver(rdb redis.Cmdable, d *ids.Deriver, pub BatchPublisher, opt Opti
 	}
 	if opt.Linger <= 0 {
 		opt.Linger = time.Millisecond
+	}
+	if opt.Scripts == nil {
+		opt.Scripts = rdb
 	}
 	r := &Reserver{rdb: rdb, ids: d, pub: pub, opt: opt, m: m, fp: fp, log: log, now: time.Now, buckets: NewBuckets(rdb),
 		queue: make(chan sendItem, 16*opt.MaxBatch), stopped: make(chan struct{})}
@@ -183,7 +189,7 @@ func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64,
 		return Result{}, err
 	}
 	nowMS := now.UnixMilli()
-	reply, err := lua.Reserve(ctx, r.rdb, k, lua.ReserveArgs{ReservationID: id.ReservationID.String(),
+	reply, err := lua.Reserve(ctx, r.opt.Scripts, k, lua.ReserveArgs{ReservationID: id.ReservationID.String(),
 		MessageID: id.MessageID.String(), RequestID: requestID.String(), UserID: userID, NowMS: nowMS,
 		KeyVersion: id.KeyVersion, SchemaVersion: ids.SchemaVersion, TTL: r.opt.ReservationTTL,
 		SendDueAtMS: nowMS + r.opt.SendDueDelay.Milliseconds()})
