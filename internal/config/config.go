@@ -135,10 +135,17 @@ type Config struct {
 	ConsumerConcurrency int `env:"SECKILL_CONSUMER_CONCURRENCY" envDefault:"16"`
 	// StarterGroup is the RocketMQ consumer group of the saga starter.
 	StarterGroup string `env:"SECKILL_STARTER_GROUP" envDefault:"saga-starter"`
-	// StarterFromLatest: a starter group new to the broker begins after the
-	// last stored message instead of the first. Never in production (a new
-	// group would skip requests sent before it first ran); the crash-point
-	// matrix uses a fresh group per run that must ignore earlier runs.
+	// StarterFromLatest: a starter group new to the broker asks to begin
+	// after the last stored message instead of the first. Never in
+	// production (a new group would skip requests sent before it first ran);
+	// the crash-point matrix uses a fresh group per run that must ignore
+	// earlier runs. The broker does not always grant it: when a queue still
+	// holds its first message (min offset 0) in memory, RocketMQ answers a
+	// new group with offset 0 (ConsumerManageProcessor.queryConsumerOffset;
+	// rocketmq-client-go does not send setZeroIfNotFound=false). The tests
+	// stay correct because an earlier run's message names a saga Temporal
+	// already has (the start reuses it); with Temporal's data wiped and the
+	// broker's kept, such messages start sagas of sales no database knows.
 	StarterFromLatest bool `env:"SECKILL_STARTER_FROM_LATEST" envDefault:"false"`
 
 	// The payment provider (the project's simulator, `seckill paysim`).
