@@ -197,8 +197,8 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 		Linger: cfg.SendLinger,
 	}
 	if cfg.ReserveAutoPipeline {
-		if opt.Scripts, err = conns.Redis.AutoPipeline(); err != nil {
-			return nil, fmt.Errorf("redis auto-pipeliner: %w", err)
+		if opt.Scripts, err = redisx.PipelinedScripts(conns.Redis); err != nil {
+			return nil, err
 		}
 	}
 	res, err := reservation.NewReserver(conns.Redis, d, conns.Producer, opt, tel.Reservation, fp, log)

@@ -21,6 +21,7 @@ import (
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/redisx"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
@@ -82,7 +83,7 @@ func newRig(t *testing.T, stock int, tune ...func(*reservation.Options)) *rig {
 		f(&opt)
 	}
 	if opt.Scripts == autoPipelined {
-		ap, err := rdb.AutoPipeline()
+		ap, err := redisx.PipelinedScripts(rdb)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,8 +97,9 @@ func newRig(t *testing.T, stock int, tune ...func(*reservation.Options)) *rig {
 	return &rig{cfg: cfg, rdb: rdb, prod: prod, fp: fp, res: r, k: k, m: m}
 }
 
-// autopipelined, as Options.Scripts of newRig, stands for the rig's client's
-// auto-pipeliner (what the gateway runs reserve.lua on).
+// autoPipelined, as Options.Scripts of newRig, stands for
+// redisx.PipelinedScripts on the rig's client (what the gateway runs
+// reserve.lua on).
 var autoPipelined redis.Scripter = &redis.Client{}
 
 // scriptRunners are the two ways the gateway can run reserve.lua: one EVALSHA
