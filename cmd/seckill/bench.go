@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/tools/bench"
 )
 
@@ -48,16 +51,7 @@ topic seckill_bench_create that no saga starter reads (--topic). At the end the
 activity's Redis keys and PostgreSQL rows are deleted (--keep leaves them).
 Progress goes to stderr; the report to stdout (--json for machine-readable).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			b, err := loadBase()
-			if err != nil {
-				return err
-			}
-			return bench.RunReserve(cmd.Context(), b.cfg, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: benchRunE(&o, nil, bench.RunReserve),
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Requests, "requests", 100_000, "requests per measured case (N)")
@@ -74,4 +68,26 @@ Progress goes to stderr; the report to stdout (--json for machine-readable).`,
 	f.StringVar(&o.Wrk, "wrk", "wrk", "wrk executable")
 	f.DurationVar(&o.FixedRateDuration, "fixed-rate-duration", 20*time.Second, "length of the fixed-rate case (HTTP in-stock paced at half the peak in-stock rate, for its p99); 0 skips it")
 	return cmd
+}
+
+// benchRunE is the RunE of every bench command: validate the flags' options,
+// load the configuration, run the bench (within *timeout when given).
+func benchRunE[O interface{ Validate() error }](o *O, timeout *time.Duration,
+	run func(context.Context, config.Config, O, io.Writer, io.Writer) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if err := (*o).Validate(); err != nil {
+			return err
+		}
+		b, err := loadBase()
+		if err != nil {
+			return err
+		}
+		ctx := cmd.Context()
+		if timeout != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *timeout)
+			defer cancel()
+		}
+		return run(ctx, b.cfg, *o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	}
 }

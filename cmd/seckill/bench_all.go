@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,18 +28,7 @@ and then refuses to measure, unless --force: then every figure is flagged "busy"
 A default run takes about 6 minutes. Progress goes to stderr, the table to stdout
 (--json: everything, both full reports included; --details: both full reports as text).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			b, err := loadBase()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			return bench.RunAll(ctx, b.cfg, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: benchRunE(&o, &timeout, bench.RunAll),
 	}
 	f := cmd.Flags()
 	f.IntVar(&r.Requests, "requests", 100_000, "reserve: requests per measured case")

@@ -24,16 +24,7 @@ Against a Redis Cluster (SECKILL_REDIS_CLUSTER_ADDRS, e.g. after SECKILL_REDIS=c
 the buckets land on different masters, so the table shows how one hot SKU spreads. The
 activity's keys and rows are deleted after each case.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			b, err := loadBase()
-			if err != nil {
-				return err
-			}
-			return bench.RunBuckets(cmd.Context(), b.cfg, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: benchRunE(&o, nil, bench.RunBuckets),
 	}
 	f := cmd.Flags()
 	f.IntSliceVar(&o.Buckets, "buckets", []int{1, 2, 4}, "bucket counts to measure, one case each")

@@ -44,16 +44,7 @@ from the rate when --sagas is another size). The sagas then wait for payment; th
 activity's Redis keys are deleted and the scratch database is dropped (--keep leaves both).
 Progress goes to stderr; the report to stdout (--json for machine-readable).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			b, err := loadBase()
-			if err != nil {
-				return err
-			}
-			return bench.RunOrder(cmd.Context(), b.cfg, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: benchRunE(&o, nil, bench.RunOrder),
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Concurrency, "concurrency", 8, "pgbench clients and CreateOrder goroutines (C); also the broker leg's producers")
