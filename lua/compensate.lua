@@ -18,6 +18,9 @@
 --   1 COMPENSATED          stock restored now
 --   2 ALREADY_COMPENSATED  idempotent success: stock unchanged (only settled, as with 1)
 --  -1 RESERVATION_MISSING  never add stock blindly: manual / activity-level reconciliation
+--  -1 COUNTER_MISSING      the reservation is here but the SKU's counter is not (Redis lost
+--                          it): nothing written (no script but set-up and rebuild creates a
+--                          counter); rebuild the SKU, then retry the compensation
 --  -2 RESERVATION_ID_MISMATCH
 --  -3 ORDER_ALREADY_EXISTS the reservation holds an order: refuse
 --  -4 INVALID_STATUS:<s>
@@ -34,7 +37,9 @@ local function settle()
     if ARGV[5] == '1' and redis.call('GET', KEYS[5]) == ARGV[1] then
         redis.call('DEL', KEYS[5])
         redis.call('HDEL', KEYS[6], ARGV[6])
-        redis.call('HINCRBY', KEYS[2], 'holders_version', 1)
+        if redis.call('EXISTS', KEYS[2]) == 1 then
+            redis.call('HINCRBY', KEYS[2], 'holders_version', 1)
+        end
     end
 end
 local marker = redis.call('GET', KEYS[3])
@@ -55,6 +60,9 @@ if status == 'ORDER_CREATED' or status == 'PAID' or status == 'CANCEL_PENDING' t
 end
 if status ~= 'RESERVED' and status ~= 'ORDER_REJECTED' and status ~= 'COMPENSATING' then
     return {-4, 'INVALID_STATUS:' .. tostring(status)}
+end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+    return {-1, 'COUNTER_MISSING'}
 end
 redis.call('HINCRBY', KEYS[2], 'available', 1)
 redis.call('HINCRBY', KEYS[2], 'open_reserved', -1)

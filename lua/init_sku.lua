@@ -16,11 +16,14 @@
 --    orders would otherwise be forgotten and stock oversold).
 redis.call('HSET', KEYS[2], 'start_ms', ARGV[3], 'end_ms', ARGV[4],
     'order_deadline_ms', ARGV[5], 'payment_timeout_ms', ARGV[6], 'buckets', ARGV[8])
-if redis.call('EXISTS', KEYS[1]) == 1 then
+-- A counter without its 'initial' field is not a counter (an older script
+-- created one with a stray total): set-up treats it as missing.
+if redis.call('HEXISTS', KEYS[1], 'initial') == 1 then
     return {0, tonumber(redis.call('HGET', KEYS[1], 'available') or '0')}
 end
 if ARGV[7] ~= '1' then
     return {-1, 0}
 end
+redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'initial', ARGV[1], 'available', ARGV[2], 'open_reserved', 0, 'committed', 0)
 return {1, tonumber(ARGV[2])}

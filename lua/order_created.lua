@@ -9,7 +9,9 @@
 --
 -- Returns {code, status}:
 --   1 projected now   2 already projected (idempotent)
---  -1 reservation hash missing: nothing changed (reconciliation rebuilds it from PostgreSQL)
+--  -1 reservation hash missing: nothing changed (reconciliation rebuilds it from PostgreSQL);
+--     text RESERVATION_MISSING, or COUNTER_MISSING when the hash is here but the SKU's
+--     counter is not (no script but set-up and rebuild creates a counter)
 --  -2 reservation_id mismatch
 --  -4 reservation in a state that cannot take an order (e.g. COMPENSATED): conflict, nothing changed
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -25,6 +27,9 @@ if status == 'ORDER_CREATED' then
 end
 if status ~= 'RESERVED' then
     return {-4, tostring(status)}
+end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+    return {-1, 'COUNTER_MISSING'}
 end
 redis.call('HSET', KEYS[1], 'status', 'ORDER_CREATED', 'order_id', ARGV[2])
 redis.call('HINCRBY', KEYS[2], 'open_reserved', -1)

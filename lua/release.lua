@@ -9,7 +9,9 @@
 --
 -- Returns {code, text}:
 --   1 RELEASED   2 ALREADY_RELEASED
---  -1 RESERVATION_MISSING (nothing changed; reconciliation rebuilds counters from PostgreSQL)
+--  -1 RESERVATION_MISSING (nothing changed; reconciliation rebuilds counters from PostgreSQL),
+--     or COUNTER_MISSING: the hash is here, the SKU's counter is not (nothing changed: no
+--     script but set-up and rebuild creates a counter)
 --  -4 INVALID_STATUS:<s>  (only an ORDER_CREATED projection is released)
 --  -5 RELEASE_ID_CONFLICT
 local marker = redis.call('GET', KEYS[3])
@@ -25,6 +27,9 @@ end
 local status = redis.call('HGET', KEYS[1], 'status')
 if status ~= 'ORDER_CREATED' then
     return {-4, 'INVALID_STATUS:' .. tostring(status)}
+end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+    return {-1, 'COUNTER_MISSING'}
 end
 redis.call('HINCRBY', KEYS[2], 'committed', -1)
 redis.call('HINCRBY', KEYS[2], 'available', 1)

@@ -25,7 +25,10 @@
 --   2  DUPLICATE_REQUEST  this request was admitted before; detail = its current status
 --  -1  SOLD_OUT           detail = the counter's holders_version; a SKU of
 --                         several buckets also counts sold_out_hits, the
---                         demand the rebalancer moves stock to
+--                         demand the rebalancer moves stock to, on a counter
+--                         that exists (no script but set-up and rebuild
+--                         creates a counter: a missing one stays missing, so
+--                         init_sku.lua and reconciliation see it as lost)
 --  -2  ALREADY_RESERVED   this user holds another reservation; reservation_id = that one
 --  -3  NOT_STARTED        -4  ENDED        -5  NOT_CONFIGURED
 
@@ -71,7 +74,7 @@ end
 -- 4. Stock.
 local available = tonumber(redis.call('HGET', KEYS[1], 'available') or '0')
 if available <= 0 then
-    if tonumber(meta[4] or '1') > 1 then
+    if tonumber(meta[4] or '1') > 1 and redis.call('EXISTS', KEYS[1]) == 1 then
         redis.call('HINCRBY', KEYS[1], 'sold_out_hits', 1)
     end
     return {-1, '', tonumber(redis.call('HGET', KEYS[1], 'holders_version') or '0')}

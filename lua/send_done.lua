@@ -19,7 +19,10 @@
 -- Returns {code_1, mq_state_1, code_2, mq_state_2, ...}, per reservation:
 --   1 recorded; mq_state after it (PUBLISHED, UNKNOWN or PENDING)
 --   3 SETTLED  the reservation already left RESERVED: removed from send_due
---  -1 MISSING  the hash is gone: removed from send_due and counted (reconciliation owns it)
+--  -1 MISSING  the hash is gone: removed from send_due and counted in the
+--              counter's send_missing_total if the counter exists
+--              (reconciliation owns it; no script but set-up and rebuild
+--              creates a counter)
 local outcome, next_due, err_text = ARGV[1], ARGV[2], ARGV[3]
 local out = {}
 for i = 3, #KEYS do
@@ -28,7 +31,9 @@ for i = 3, #KEYS do
     local code, state
     if redis.call('EXISTS', key) == 0 then
         redis.call('ZREM', KEYS[1], rid)
-        redis.call('HINCRBY', KEYS[2], 'send_missing_total', 1)
+        if redis.call('EXISTS', KEYS[2]) == 1 then
+            redis.call('HINCRBY', KEYS[2], 'send_missing_total', 1)
+        end
         code, state = -1, 'MISSING'
     else
         local cur = redis.call('HMGET', key, 'status', 'mq_state')
