@@ -21,6 +21,8 @@ type (
 	CreateOrderResult = orders.CreateResult
 	// RejectInput names a reservation reconciliation found past its deadline.
 	RejectInput = inventory.RejectInput
+	// UnprocessableInput names a reservation whose order transaction failed for good.
+	UnprocessableInput = inventory.UnprocessableInput
 )
 
 // Outcomes of CreateOrder (orders.Outcome*).
@@ -38,6 +40,7 @@ const (
 	ReasonDuplicateOrder  = inventory.ReasonDuplicateOrder
 	ReasonPayloadConflict = inventory.ReasonPayloadConflict
 	ReasonUnknownSKU      = inventory.ReasonUnknownSKU
+	ReasonUnprocessable   = inventory.ReasonUnprocessable
 )
 
 // ErrCommitUnknown marks a commit whose outcome could not be established; the
@@ -64,4 +67,13 @@ func (a *Activities) CreateOrder(ctx context.Context, m events.OrderCreateReques
 // (inventory.Store.RejectOverdue) and returns its status afterwards.
 func (a *Activities) RejectOverdue(ctx context.Context, in RejectInput) (state.Reservation, error) {
 	return a.inv.RejectOverdue(ctx, in)
+}
+
+// RejectUnprocessable durably rejects a reservation whose order transaction
+// failed for good (inventory.Store.RejectUnprocessable) and returns its
+// status afterwards; a message PostgreSQL cannot record is refused for good
+// (ErrTypeRefused).
+func (a *Activities) RejectUnprocessable(ctx context.Context, in UnprocessableInput) (state.Reservation, error) {
+	st, err := a.inv.RejectUnprocessable(ctx, in)
+	return st, refused(err, inventory.ErrNoDecision)
 }

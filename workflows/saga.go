@@ -192,6 +192,9 @@ func (s *saga) run(ctx workflow.Context) (SagaState, error) {
 	m := s.in.Message
 	var res activities.CreateOrderResult
 	if err := s.forward(ctx, act.CreateOrder, m, &res); err != nil {
+		if detail, ok := permanent(err); ok {
+			return s.unprocessable(ctx, err, detail)
+		}
 		return s.state, err
 	}
 	s.state.Reason = res.Reason
@@ -273,6 +276,11 @@ func (s *saga) compensate(ctx workflow.Context) (SagaState, error) {
 	if err := workflow.ExecuteActivity(dbActivity(ctx), act.Compensate, activities.CompensateInput{
 		ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID, Bucket: m.Bucket,
 	}).Get(ctx, &c); err != nil {
+		if _, ok := permanent(err); ok && workflow.GetVersion(ctx, versionPermanentBranches, workflow.DefaultVersion, 1) == 1 {
+			s.state.Reason = "COMPENSATION_REFUSED"
+			s.setStatus(ctx, StatusManual, "compensation refused for good: "+err.Error())
+			return s.awaitRepair(ctx)
+		}
 		return s.state, err
 	}
 	if c.Status == StatusCompensated {

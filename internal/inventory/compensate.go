@@ -34,6 +34,11 @@ type CompensateResult struct {
 	Reason  string
 }
 
+// ErrNotCompensable means PostgreSQL holds no rejection to compensate (the
+// reservation is absent, or in a status no compensation may start from):
+// a refusal no retry changes.
+var ErrNotCompensable = errors.New("not compensable")
+
 // ErrLeaseHeld means another attempt holds the compensation task's lease;
 // the caller retries after it expires.
 var ErrLeaseHeld = errors.New("compensation task lease held by another attempt")
@@ -58,7 +63,7 @@ func (s *Store) Compensate(ctx context.Context, in CompensateInput, owner string
 		return CompensateResult{Status: string(r.status)}, nil
 	case state.ReservationCompensating:
 	default:
-		return CompensateResult{}, fmt.Errorf("reservation %s is %s: compensation not allowed", in.ReservationID, r.status)
+		return CompensateResult{}, fmt.Errorf("reservation %s is %s: %w: compensation not allowed", in.ReservationID, r.status, ErrNotCompensable)
 	}
 	taskStatus, err := s.claimTask(ctx, in.ReservationID, owner)
 	if errors.Is(err, ErrLeaseHeld) {
@@ -133,7 +138,7 @@ func (s *Store) authorizeCompensation(ctx context.Context, rid uuid.UUID) (compe
 		SELECT status, user_id, reason_code, false FROM inventory_reservation
 		WHERE reservation_id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`, rid).Scan(&r.status, &r.userID, &reason, &moved)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, fmt.Errorf("reservation %s: not in PostgreSQL: nothing to compensate", rid)
+		return r, fmt.Errorf("reservation %s: not in PostgreSQL: %w: nothing to compensate", rid, ErrNotCompensable)
 	}
 	if err != nil {
 		return r, fmt.Errorf("authorize compensation of %s: %w", rid, err)

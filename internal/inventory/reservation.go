@@ -31,6 +31,9 @@ const (
 	ReasonDuplicateOrder  = "DUPLICATE_ORDER"
 	ReasonPayloadConflict = "PAYLOAD_CONFLICT"
 	ReasonUnknownSKU      = "UNKNOWN_SKU"
+	// ReasonUnprocessable: the order transaction failed for good (a
+	// permanent database error); recorded as ORDER_UNPROCESSABLE:<detail>.
+	ReasonUnprocessable = "ORDER_UNPROCESSABLE"
 )
 
 // CompensationKey is the fixed idempotency key (and Redis compensation id)

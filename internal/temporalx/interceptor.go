@@ -30,7 +30,8 @@ import (
 // non-retryable; workflows branch on them with errors.As and Type().
 const (
 	// ErrTypePermanentDatabase: PostgreSQL refused the statement for a reason
-	// a retry cannot change (SQLSTATE classes 22, 23 except 23505, 42).
+	// a retry cannot change (SQLSTATE classes 22, 23 except 23505, 42; a
+	// 23505 from UniqueViolationAttempts on).
 	ErrTypePermanentDatabase = "PermanentDatabaseError"
 	// ErrTypeInvalidInput: the activity refused its input (ErrInvalidInput).
 	ErrTypeInvalidInput = "InvalidInput"
@@ -90,6 +91,11 @@ func (e *InvalidInputError) Is(target error) bool { return target == ErrInvalidI
 // re-reading (ON CONFLICT, inbox); 42501 (insufficient privilege) because an
 // operator's GRANT fixes it without a new release.
 //
+// A 23505 that keeps coming back is not a race the next read resolves but a
+// constraint the activity does not expect (a row that will not go away):
+// ClassifyAttempt makes it permanent from UniqueViolationAttempts on, so no
+// unexpected constraint violation retries forever.
+//
 // Only the returned error itself counts as an ApplicationError: the SDK
 // reports a wrapped one (fmt.Errorf("...: %w", appErr)) as a retryable
 // failure whatever the inner error says, so such a chain is classified like
@@ -112,6 +118,27 @@ func Classify(err error) (class string, out error) {
 		return ClassPermanent, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypePermanentDatabase, err, pgErr.Code)
 	}
 	return ClassRetryable, err
+}
+
+// UniqueViolationAttempts is the attempt from which a unique violation
+// (23505) is permanent: the conflicts the activities expect are resolved by
+// re-reading within the first attempts (ON CONFLICT, the inbox); one still
+// there after 0.5+1+2+4 s of backoff (dbRetry) is a constraint no retry
+// satisfies.
+const UniqueViolationAttempts = 5
+
+// ClassifyAttempt is Classify for the attempt-th attempt of an activity: a
+// unique violation is retryable before UniqueViolationAttempts and a
+// non-retryable ErrTypePermanentDatabase (detail 23505) from it on.
+func ClassifyAttempt(err error, attempt int32) (class string, out error) {
+	class, out = Classify(err)
+	var pgErr *pgconn.PgError
+	if class == ClassRetryable && attempt >= UniqueViolationAttempts && errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		if _, isApp := err.(*temporal.ApplicationError); !isApp {
+			return ClassPermanent, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypePermanentDatabase, err, pgErr.Code)
+		}
+	}
+	return class, out
 }
 
 // permanentSQLState reports whether a statement that failed with code fails
@@ -268,7 +295,7 @@ func (i *activityInbound) ExecuteActivity(ctx context.Context, in *interceptor.E
 	if err == nil {
 		return res, nil
 	}
-	class, out := Classify(err)
+	class, out := ClassifyAttempt(err, info.Attempt)
 	a.failures.WithLabelValues(typ, class).Inc()
 	switch {
 	case class == ClassPermanent:

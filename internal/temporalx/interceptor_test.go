@@ -517,3 +517,38 @@ func TestActivityLogLinesNameWorkflowRunAndAttempt(t *testing.T) {
 		}
 	}
 }
+
+// A unique violation may be a race the next attempt's read resolves, but one
+// that is still there at UniqueViolationAttempts is a constraint no retry
+// satisfies: it fails the activity for good instead of retrying forever.
+func TestUniqueViolationIsPermanentFromItsBoundOn(t *testing.T) {
+	ai, reg, rec := newTestInterceptor(t, 100)
+	var calls atomic.Int32
+	dup := fmt.Errorf("order transaction: %w", pgErr("23505", `duplicate key value violates unique constraint "x"`))
+	errs := make([]error, 20)
+	for i := range errs {
+		errs[i] = dup
+	}
+	_, err := runSuite(t, ai, flaky(&calls, errs...))
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != ErrTypePermanentDatabase || !appErr.NonRetryable() {
+		t.Fatalf("workflow error = %v, want a non-retryable %s", err, ErrTypePermanentDatabase)
+	}
+	var code string
+	if err := appErr.Details(&code); err != nil || code != "23505" {
+		t.Errorf("details = %q (%v), want 23505", code, err)
+	}
+	if calls.Load() != UniqueViolationAttempts {
+		t.Errorf("activity ran %d times, want %d", calls.Load(), UniqueViolationAttempts)
+	}
+	if v := counter(t, reg, "seckill_activity_failures_total", map[string]string{"activity": flakyName, "class": ClassRetryable}); v != UniqueViolationAttempts-1 {
+		t.Errorf("failures{class=retryable} = %v, want %d", v, UniqueViolationAttempts-1)
+	}
+	if logs := rec.find("activity.permanent_failure"); len(logs) != 1 || !strings.Contains(logs[0]["err"], "23505") {
+		t.Errorf("permanent failure logs = %v", logs)
+	}
+	// Before the bound, the same error retries.
+	if class, out := ClassifyAttempt(dup, UniqueViolationAttempts-1); class != ClassRetryable || out != dup {
+		t.Errorf("ClassifyAttempt(23505, %d) = %s %v, want retryable and unchanged", UniqueViolationAttempts-1, class, out)
+	}
+}

@@ -1,0 +1,82 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/state"
+)
+
+// A CreateOrder that fails for good (here a unique violation past its bound)
+// is not the end of the reservation: the saga rejects it durably and gives
+// its unit back through the standard compensation.
+func TestSagaOrderTransactionFailedForGoodIsRejectedAndCompensated(t *testing.T) {
+	env := newEnv(t)
+	m := testMessage()
+	perm := temporal.NewNonRetryableApplicationError("duplicate key value (SQLSTATE 23505)", "PermanentDatabaseError", nil, "23505")
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{}, perm)
+	env.OnActivity(act.RejectUnprocessable, mock.Anything, activities.UnprocessableInput{Message: m, Detail: "PermanentDatabaseError:23505"}).
+		Return(state.ReservationOrderRejected, nil).Once()
+	env.OnActivity(act.LoadReservation, mock.Anything, m.ReservationID).
+		Return(activities.ReservationState{Status: StatusRejected, Reason: activities.ReasonUnprocessable + ":PermanentDatabaseError:23505"}, nil).Once()
+	env.OnActivity(act.Compensate, mock.Anything, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}).
+		Return(activities.CompensateResult{Status: StatusCompensated, LuaCode: 1, Reason: "COMPENSATED"}, nil).Once()
+	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m, LocalForward: true})
+	st := result(t, env)
+	if st.Status != StatusCompensated {
+		t.Fatalf("state = %+v, want COMPENSATED", st)
+	}
+	env.AssertExpectations(t)
+}
+
+// If even the rejection cannot be recorded, the saga does not fail: it waits
+// in MANUAL_REVIEW with the reason, and a repair signal can end it.
+func TestSagaUnrecordableReservationWaitsForRepair(t *testing.T) {
+	env := newEnv(t)
+	m := testMessage()
+	perm := temporal.NewNonRetryableApplicationError("value too long (SQLSTATE 22001)", "PermanentDatabaseError", nil, "22001")
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{}, perm)
+	env.OnActivity(act.RejectUnprocessable, mock.Anything, mock.Anything).Return(state.Reservation(""), perm).Once()
+	req := activities.RepairRequest{Action: activities.RepairMarkResolved, RepairID: "r-1", Operator: "ops", Reason: "fixed by hand, INC-2", ReservationID: m.ReservationID}
+	env.OnActivity(act.ApplyRepair, mock.Anything, req).Return(activities.RepairResult{RepairID: "r-1", Accepted: true}, nil).Once()
+	var waiting SagaState
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryState)
+		if err == nil {
+			_ = v.Get(&waiting)
+		}
+		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: req.Action, RepairID: req.RepairID, Operator: req.Operator, Reason: req.Reason})
+	}, time.Hour)
+	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
+	if waiting.Status != StatusManual || waiting.Reason != activities.ReasonUnprocessable {
+		t.Fatalf("while waiting: %+v, want MANUAL_REVIEW with reason %s", waiting, activities.ReasonUnprocessable)
+	}
+	if st := result(t, env); st.Status != StatusResolved {
+		t.Fatalf("state = %+v", st)
+	}
+	env.AssertExpectations(t)
+}
+
+// A compensation refused for good (PostgreSQL holds no rejection) waits in
+// MANUAL_REVIEW instead of failing the saga or retrying forever.
+func TestSagaCompensationRefusedWaitsForRepair(t *testing.T) {
+	env := newEnv(t)
+	m := testMessage()
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeRejected, Reason: activities.ReasonStockExhausted}, nil)
+	refusal := temporal.NewNonRetryableApplicationError("reservation x: not in PostgreSQL: not compensable", activities.ErrTypeRefused, nil)
+	env.OnActivity(act.Compensate, mock.Anything, mock.Anything).Return(activities.CompensateResult{}, refusal).Once()
+	req := activities.RepairRequest{Action: activities.RepairMarkResolved, RepairID: "r-2", Operator: "ops", Reason: "checked, INC-3", ReservationID: m.ReservationID}
+	env.OnActivity(act.ApplyRepair, mock.Anything, req).Return(activities.RepairResult{RepairID: "r-2", Accepted: true}, nil).Once()
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: req.Action, RepairID: req.RepairID, Operator: req.Operator, Reason: req.Reason})
+	}, time.Hour)
+	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
+	if st := result(t, env); st.Status != StatusResolved {
+		t.Fatalf("state = %+v", st)
+	}
+	env.AssertExpectations(t)
+}
