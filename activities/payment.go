@@ -107,7 +107,22 @@ func (a *Activities) BeginRefund(ctx context.Context, paymentID uuid.UUID) (paym
 		return payments.Refund{}, err
 	}
 	r, _, err := st.BeginRefund(ctx, paymentID)
-	return r, err
+	return r, refused(err, payments.ErrNotRefundable)
+}
+
+// HoldRefundInput names a refund refused for good, and why.
+type HoldRefundInput struct {
+	PaymentID uuid.UUID
+	Reason    string
+}
+
+// HoldRefund marks a refund refused for good MANUAL (payments.Store.HoldRefund).
+func (a *Activities) HoldRefund(ctx context.Context, in HoldRefundInput) error {
+	st, err := a.payments()
+	if err != nil {
+		return err
+	}
+	return st.HoldRefund(ctx, in.PaymentID, in.Reason)
 }
 
 // RefundAtProvider refunds at the provider with the payment's fixed refund id.
@@ -116,7 +131,7 @@ func (a *Activities) RefundAtProvider(ctx context.Context, r payments.Refund) er
 		return err
 	}
 	if _, err := a.provider.Refund(ctx, r.TransactionID, payments.RefundID(r.PaymentID), r.AmountCents); err != nil {
-		return fmt.Errorf("refund %s at provider: %w", r.TransactionID, err)
+		return refused(fmt.Errorf("refund %s at provider: %w", r.TransactionID, err), payments.ErrRefundRefused)
 	}
 	return nil
 }

@@ -138,13 +138,15 @@ var OutboxMoves = Machine[Outbox]{
 // RefundMoves are refund_task's.
 var RefundMoves = Machine[Refund]{
 	Table:  "refund_task",
-	States: []Refund{RefundPending, RefundStarted, RefundDone},
+	States: []Refund{RefundPending, RefundStarted, RefundDone, RefundManual},
 	Moves: []Move[Refund]{
 		{"", RefundPending, "internal/payments/refund.go oweRefund"},
 		{"", RefundPending, "internal/reconcile/payments.go refunds"},
 		{RefundPending, RefundStarted, "workers/refundrelay/relay.go start"},
 		{RefundPending, RefundDone, "internal/payments/refund.go FinishRefund"},
 		{RefundStarted, RefundDone, "internal/payments/refund.go FinishRefund"},
+		{RefundPending, RefundManual, "internal/payments/refund.go HoldRefund"},
+		{RefundStarted, RefundManual, "internal/payments/refund.go HoldRefund"},
 	},
 }
 

@@ -95,6 +95,8 @@ const (
 	RefundPending Refund = "PENDING"
 	RefundStarted Refund = "STARTED"
 	RefundDone    Refund = "DONE"
+	// RefundManual: refused for good (HoldRefund); a person looks.
+	RefundManual Refund = "MANUAL"
 )
 
 // Repair is repair_task.status.

@@ -25,10 +25,10 @@ func RefundWorkflow(ctx workflow.Context, in RefundInput) (string, error) {
 	}
 	var r activities.Refund
 	if err := workflow.ExecuteActivity(dbActivity(ctx), act.BeginRefund, in.PaymentID).Get(ctx, &r); err != nil {
-		return "", err
+		return "", holdRefund(ctx, in, err)
 	}
 	if err := workflow.ExecuteActivity(providerActivity(ctx), act.RefundAtProvider, r).Get(ctx, nil); err != nil {
-		return "", err
+		return "", holdRefund(ctx, in, err)
 	}
 	if err := workflow.ExecuteActivity(dbActivity(ctx), act.FinishRefund, r).Get(ctx, nil); err != nil {
 		return "", err
@@ -37,4 +37,25 @@ func RefundWorkflow(ctx workflow.Context, in RefundInput) (string, error) {
 		return "", err
 	}
 	return StatusRefunded, nil
+}
+
+// holdRefund handles a refund step's failure: one that failed for good (the
+// payment is not one to give back, the provider refused the refund) takes
+// the refund out of the relay's hands (HoldRefund: refund_task MANUAL with
+// the reason), shows MANUAL_REVIEW and fails the run, so that once a person
+// has fixed the cause and made the task PENDING again the relay can start a
+// new run (docs/operations.md#refund-backlog). Any other error is returned
+// as it is.
+func holdRefund(ctx workflow.Context, in RefundInput, err error) error {
+	if _, ok := permanent(err); !ok || workflow.GetVersion(ctx, versionPermanentBranches, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return err
+	}
+	if herr := workflow.ExecuteActivity(dbActivity(ctx), act.HoldRefund, activities.HoldRefundInput{
+		PaymentID: in.PaymentID, Reason: err.Error()}).Get(ctx, nil); herr != nil {
+		return herr
+	}
+	if uerr := workflow.UpsertTypedSearchAttributes(ctx, SearchReservationStatus.ValueSet(StatusManual)); uerr != nil {
+		workflow.GetLogger(ctx).Error("upsert search attribute", "error", uerr)
+	}
+	return err
 }

@@ -1,9 +1,11 @@
 package workflows
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
@@ -77,6 +79,25 @@ func TestSagaCompensationRefusedWaitsForRepair(t *testing.T) {
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	if st := result(t, env); st.Status != StatusResolved {
 		t.Fatalf("state = %+v", st)
+	}
+	env.AssertExpectations(t)
+}
+
+// A refund refused for good is held for a person (HoldRefund: MANUAL) and
+// the run fails, so that the relay can start a new one once it is fixed.
+func TestRefundRefusedForGoodIsHeld(t *testing.T) {
+	env := newEnv(t)
+	in := RefundInput{PaymentID: uuid.MustParse("5f1d0c2a-1b2c-8d3e-8f40-5a6b7c8d9e0f"), ActivityID: 1, SKUID: 2}
+	refusal := temporal.NewNonRetryableApplicationError("refund at provider: provider refused the refund: paysim: already refunded", activities.ErrTypeRefused, nil)
+	r := activities.Refund{PaymentID: in.PaymentID}
+	env.OnActivity(act.BeginRefund, mock.Anything, in.PaymentID).Return(r, nil).Once()
+	env.OnActivity(act.RefundAtProvider, mock.Anything, r).Return(refusal).Once()
+	env.OnActivity(act.HoldRefund, mock.Anything, mock.MatchedBy(func(h activities.HoldRefundInput) bool {
+		return h.PaymentID == in.PaymentID && strings.Contains(h.Reason, "already refunded")
+	})).Return(nil).Once()
+	env.ExecuteWorkflow(RefundWorkflow, in)
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() == nil {
+		t.Fatal("refund run did not fail on a refusal")
 	}
 	env.AssertExpectations(t)
 }

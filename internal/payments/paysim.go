@@ -3,6 +3,7 @@ package payments
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -68,6 +69,11 @@ func (a PaysimProvider) Close(ctx context.Context, transactionID string) (Provid
 // Refund implements Provider.
 func (a PaysimProvider) Refund(ctx context.Context, transactionID, refundID string, amountCents int64) (ProviderPayment, error) {
 	p, err := a.Client.Refund(ctx, transactionID, refundID, amountCents)
+	for _, refusal := range []error{paysim.ErrNotFound, paysim.ErrAlreadyRefunded, paysim.ErrNotPaid, paysim.ErrAmountMismatch, paysim.ErrBadRequest} {
+		if errors.Is(err, refusal) {
+			return fromPaysim(p), fmt.Errorf("%w: %w", ErrRefundRefused, err)
+		}
+	}
 	return fromPaysim(p), err
 }
 

@@ -32,6 +32,11 @@ const (
 // ErrNoPayment means the provider holds no payment for the order.
 var ErrNoPayment = errors.New("provider has no payment for this order")
 
+// ErrRefundRefused means the provider refused a refund for good (no such
+// payment, another refund already made, not paid, a bad amount): retrying the
+// same refund cannot pass.
+var ErrRefundRefused = errors.New("provider refused the refund")
+
 // AlreadyPaidError is the provider's answer to closing a payment that was
 // paid meanwhile: the race the CANCEL_PENDING state exists for.
 type AlreadyPaidError struct{ Payment ProviderPayment }

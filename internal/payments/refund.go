@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -12,6 +13,10 @@ import (
 	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/state"
 )
+
+// ErrNotRefundable means the payment is not one to give back (it is what
+// paid its order, or PostgreSQL holds no such payment): no retry changes it.
+var ErrNotRefundable = errors.New("not refundable")
 
 // Refund is a payment to give back.
 type Refund struct {
@@ -53,6 +58,9 @@ func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, s
 			SELECT p.order_id, p.provider, p.provider_transaction_id, p.amount_cents, p.status, o.status, o.payment_id
 			FROM payment_record p JOIN orders o ON o.order_id = p.order_id
 			WHERE p.payment_id = $1 FOR UPDATE`, paymentID).Scan(&r.OrderID, &r.Provider, &r.TransactionID, &r.AmountCents, &paymentStatus, &orderStatus, &paidBy)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("payment %s: not in PostgreSQL: %w", paymentID, ErrNotRefundable)
+		}
 		if err != nil {
 			return fmt.Errorf("read payment %s: %w", paymentID, err)
 		}
@@ -65,8 +73,12 @@ func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, s
 		case orderStatus == StatusCancelled, orderStatus == StatusRefunding, orderStatus == StatusRefunded:
 		case orderStatus == StatusPaid && paidBy != nil && *paidBy != paymentID:
 			// A second payment of a paid order: it is given back, the order stays PAID.
+		case orderStatus == StatusPaid:
+			// The payment that paid its order is never refunded here.
+			return fmt.Errorf("payment %s pays its %s order: %w", paymentID, orderStatus, ErrNotRefundable)
 		default:
-			return fmt.Errorf("payment %s pays a %s order: not refundable", paymentID, orderStatus)
+			// The order's cancel may still be under way: retried.
+			return fmt.Errorf("payment %s pays a %s order: not refundable yet", paymentID, orderStatus)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE payment_record SET status = 'REFUNDING', updated_at = clock_timestamp() WHERE payment_id = $1 AND status = 'SUCCESS'`, paymentID); err != nil {
 			return fmt.Errorf("payment → REFUNDING: %w", err)
@@ -103,4 +115,15 @@ func (s *Store) FinishRefund(ctx context.Context, r Refund) error {
 			"payment_id": r.PaymentID, "order_id": r.OrderID, "transaction_id": r.TransactionID, "amount_cents": r.AmountCents,
 		})
 	})
+}
+
+// HoldRefund takes a refund that can never pass out of the refund relay's
+// hands: refund_task MANUAL with the reason, for a person (the overdue-refund
+// alert keeps counting it). A task already DONE is left as it is.
+func (s *Store) HoldRefund(ctx context.Context, paymentID uuid.UUID, reason string) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE refund_task SET status = 'MANUAL', last_error = left($2, 500), updated_at = clock_timestamp()
+		WHERE payment_id = $1 AND status IN ('PENDING', 'STARTED')`, paymentID, reason); err != nil {
+		return fmt.Errorf("refund task of %s → MANUAL: %w", paymentID, err)
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/state"
 )
 
 // paymentBatch bounds the payments and provider transactions one run looks at.
@@ -46,6 +47,11 @@ func (r *Reconciler) refunds(ctx context.Context, rep *Report) error {
 	}
 	for _, o := range list {
 		ev := map[string]any{"order_id": o.orderID, "payment_status": o.status, "refund_task": nonEmpty(o.task, "ABSENT"), "attempts": o.attempts}
+		if o.task == string(state.RefundManual) {
+			// Refused for good (HoldRefund): made due again it would fail the same way.
+			r.manual(ctx, rep, RefundOwed, "payment:"+o.paymentID.String(), o.attempts, "refund held for a person (refund_task MANUAL): see its last_error", ev)
+			continue
+		}
 		r.auto(ctx, rep, RefundOwed, "payment:"+o.paymentID.String(), o.attempts, "REFUNDED", ev, func() (string, error) {
 			tag, err := r.pool.Exec(ctx, `
 				INSERT INTO refund_task (payment_id, order_id, activity_id, sku_id) VALUES ($1, $2, $3, $4)

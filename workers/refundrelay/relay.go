@@ -112,7 +112,7 @@ func (r *Relay) Once(ctx context.Context) (int, error) {
 	rows, err := r.pool.Query(ctx, `
 		WITH due AS (
 			SELECT payment_id FROM refund_task
-			WHERE status <> 'DONE' AND next_attempt_at <= clock_timestamp()
+			WHERE status IN ('PENDING', 'STARTED') AND next_attempt_at <= clock_timestamp()
 			ORDER BY next_attempt_at FOR UPDATE SKIP LOCKED LIMIT $1)
 		UPDATE refund_task t SET next_attempt_at = clock_timestamp() + $2::interval, attempt_count = attempt_count + 1,
 		       updated_at = clock_timestamp()
