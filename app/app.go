@@ -194,7 +194,7 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 	opt := reservation.Options{
 		Topic: cfg.TopicOrderCreate, SendTimeout: cfg.MQSendTimeout, SendDueDelay: cfg.SendDueDelay,
 		ReservationTTL: cfg.ReservationTTL, RecheckAfter: cfg.SendRecheckAfter, SoldOutMemo: cfg.SoldOutMemo,
-		Linger: cfg.SendLinger,
+		Linger: cfg.SendLinger, NoRefill: !cfg.ReserveRefill,
 	}
 	if cfg.ReserveAutoPipeline {
 		if opt.Scripts, err = redisx.PipelinedScripts(conns.Redis); err != nil {

@@ -32,5 +32,6 @@ activity's keys and rows are deleted after each case.`,
 	f.IntVar(&o.Concurrency, "concurrency", 64, "concurrent Reserve calls")
 	f.BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "bound on the whole run")
+	f.BoolVar(&o.NoRefill, "no-refill", false, "without the gateway's on-demand moves between buckets (the false SOLD_OUT baseline)")
 	return cmd
 }

@@ -123,6 +123,11 @@ type Config struct {
 	// SoldOutMemo is how long the gateway trusts a sold-out answer from Redis
 	// before asking again (compensation can return stock).
 	SoldOutMemo time.Duration `env:"SECKILL_SOLD_OUT_MEMO" envDefault:"500ms"`
+	// ReserveRefill: on a SOLD_OUT of one bucket of a SKU of several, the
+	// gateway moves stock on demand from the sibling bucket holding the most
+	// and asks again (internal/reservation/refill.go), so SOLD_OUT is said
+	// only when no bucket has a unit. false leaves the moves to the rebalancer.
+	ReserveRefill bool `env:"SECKILL_RESERVE_REFILL" envDefault:"true"`
 	// RebalanceInterval is the period of the bucket rebalancer (the worker's
 	// "rebalance" part, docs/scale.md); 0 switches it off.
 	RebalanceInterval time.Duration `env:"SECKILL_REBALANCE_INTERVAL" envDefault:"100ms"`

@@ -29,6 +29,9 @@ type Reservation struct {
 	Requests       *prometheus.CounterVec // seckill_reserve_requests_total{result}
 	Created        prometheus.Counter     // seckill_reservation_created_total
 	SoldOutMemo    prometheus.Counter     // seckill_reserve_sold_out_memo_total
+	Refills        *prometheus.CounterVec // seckill_reserve_refills_total{result}
+	RefillUnits    prometheus.Counter     // seckill_reserve_refill_units_total
+	FalseSoldOut   prometheus.Counter     // seckill_reserve_false_sold_out_total
 	SendTotal      *prometheus.CounterVec // seckill_reservation_send_total{source,result}
 	SendUnknown    prometheus.Counter     // seckill_reservation_send_unknown_total
 	Resend         prometheus.Counter     // seckill_reservation_resend_total
@@ -51,6 +54,13 @@ func NewReservation(reg prometheus.Registerer) *Reservation {
 			Help: "Reservations admitted by Redis."}),
 		SoldOutMemo: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reserve_sold_out_memo_total",
 			Help: "Sold-out answers given from the gateway's in-memory memo without running the reserve script."}),
+		Refills: f.NewCounterVec(prometheus.CounterOpts{Name: "seckill_reserve_refills_total",
+			Help: "On-demand stock moves into a sold-out bucket by the gateway, by result (moved, short, no_stock, failed)."},
+			[]string{"result"}),
+		RefillUnits: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reserve_refill_units_total",
+			Help: "Units the gateway moved on demand into sold-out buckets."}),
+		FalseSoldOut: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reserve_false_sold_out_total",
+			Help: "SOLD_OUT answers given while another bucket of the SKU still had an unreserved unit (every on-demand move lost its units to other buyers)."}),
 		SendTotal: f.NewCounterVec(prometheus.CounterOpts{Name: "seckill_reservation_send_total",
 			Help: "Sends of ORDER_CREATE_REQUESTED by source (gateway, scanner) and result (published, unknown, failed)."},
 			[]string{"source", "result"}),

@@ -21,17 +21,34 @@ import (
 // bucketRig is a rig whose SKU is split into len(stock) buckets.
 func bucketRig(t *testing.T, stock ...int64) *rig {
 	t.Helper()
-	r := newRig(t, 0)
+	return bucketRigWith(t, nil, stock...)
+}
+
+// bucketRigWith is bucketRig with the Reserver's options tuned.
+func bucketRigWith(t *testing.T, tune func(*reservation.Options), stock ...int64) *rig {
+	t.Helper()
+	var tunes []func(*reservation.Options)
+	if tune != nil {
+		tunes = append(tunes, tune)
+	}
+	r := newRig(t, 0, tunes...)
 	r.k = testenv.BucketSale(t, r.rdb, stock...)
 	return r
 }
 
 // Four buckets, a burst of buyers who each send two requests (one of them
 // twice at once): one reservation per user, no bucket oversold, each
-// reservation in its user's bucket, and every message sent.
+// reservation in its user's bucket, and every message sent; with the
+// gateway's on-demand moves between buckets (the default) and without.
 func TestBucketsOneReservationPerUserNoOversell(t *testing.T) {
+	for _, refill := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refill=%v", refill), func(t *testing.T) { oneReservationPerUserNoOversell(t, refill) })
+	}
+}
+
+func oneReservationPerUserNoOversell(t *testing.T, refill bool) {
 	const perBucket, buckets, buyers = 10, 4, 400
-	r := bucketRig(t, perBucket, perBucket, perBucket, perBucket)
+	r := bucketRigWith(t, func(o *reservation.Options) { o.NoRefill = !refill }, perBucket, perBucket, perBucket, perBucket)
 	ctx := context.Background()
 	var mu sync.Mutex
 	held := map[int64]uuid.UUID{}
@@ -76,9 +93,18 @@ func TestBucketsOneReservationPerUserNoOversell(t *testing.T) {
 		}
 	}
 	for _, k := range sku.All() {
-		v := r.rdb.HMGet(ctx, k.Counter(), "initial", "available", "open_reserved").Val()
-		if fmt.Sprint(v) != fmt.Sprintf("[%d 0 %d]", perBucket, perBucket) {
-			t.Errorf("bucket %d counters initial/available/open = %v", k.Bucket, v)
+		v := r.rdb.HMGet(ctx, k.Counter(), "initial", "available", "open_reserved", "xfer_in", "xfer_out").Val()
+		if !refill && fmt.Sprint(v[:3]) != fmt.Sprintf("[%d 0 %d]", perBucket, perBucket) {
+			t.Errorf("bucket %d counters initial/available/open = %v", k.Bucket, v[:3])
+		}
+		// With moves between buckets, each bucket still adds up and ends empty:
+		// initial + in - out = open (nothing committed here).
+		n := make([]int64, len(v))
+		for i, x := range v {
+			n[i], _ = strconv.ParseInt(fmt.Sprint(x), 10, 64)
+		}
+		if n[1] != 0 || n[0]+n[3]-n[4] != n[2] {
+			t.Errorf("bucket %d counters initial/available/open/in/out = %v", k.Bucket, v)
 		}
 	}
 	waitFor(t, 30*time.Second, "every bucket's messages sent", func() bool {
@@ -91,11 +117,12 @@ func TestBucketsOneReservationPerUserNoOversell(t *testing.T) {
 	})
 }
 
-// A user whose bucket is empty is told SOLD_OUT while another bucket holds
-// stock; the demand it leaves makes the rebalancer move stock there, and
-// the user's next try, after the sold-out memo, is admitted.
+// Without the gateway's on-demand moves (NoRefill), a user whose bucket is
+// empty is told SOLD_OUT while another bucket holds stock; the demand it
+// leaves makes the rebalancer move stock there, and the user's next try,
+// after the sold-out memo, is admitted.
 func TestBucketsSoldOutWhileStockElsewhereIsBounded(t *testing.T) {
-	r := bucketRig(t, 0, 6)
+	r := bucketRigWith(t, func(o *reservation.Options) { o.NoRefill = true }, 0, 6)
 	ctx := context.Background()
 	sku := lua.SKU{ActivityID: r.k.ActivityID, SKUID: r.k.SKUID, Buckets: 2}
 	user := int64(1)

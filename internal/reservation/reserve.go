@@ -71,6 +71,10 @@ type Options struct {
 	// its business deadline is looked at (and re-sent) by the scanner again.
 	RecheckAfter time.Duration
 	SoldOutMemo  time.Duration
+	// NoRefill turns off the on-demand moves between the buckets of a SKU
+	// (refill.go): a bucket's SOLD_OUT is then the answer even while a
+	// sibling has units (SECKILL_RESERVE_REFILL=false; the bench's baseline).
+	NoRefill bool
 	// MaxBatch and Linger shape the batches of immediate sends (default 64,
 	// 1 ms; the gateway uses SECKILL_SEND_LINGER, 5 ms).
 	MaxBatch int
@@ -150,10 +154,11 @@ func (r *Reserver) Reserve(ctx context.Context, userID, activityID, skuID int64,
 }
 
 func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64, requestID uuid.UUID) (Result, error) {
-	k, err := r.buckets.Keys(ctx, userID, activityID, skuID)
+	sku, err := r.buckets.SKU(ctx, activityID, skuID)
 	if err != nil {
 		return Result{}, err
 	}
+	k := sku.For(userID)
 	now := r.now()
 	st := r.soldOut.get(k)
 	if res, ok := st.answer(now, userID, requestID); ok {
@@ -163,25 +168,7 @@ func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64,
 		return res, nil
 	}
 	if st != nil && now.Before(st.until) {
-		// Known sold out: one MGET keeps the script's answers for the same
-		// key (a retry of an admitted request gets QUEUED again, a user who
-		// holds another reservation ALREADY_RESERVED) without running it.
-		v, err := r.rdb.MGet(ctx, k.Request(userID, requestID.String()), k.User(userID)).Result()
-		if err != nil {
-			return Result{}, fmt.Errorf("read request map: %w", err)
-		}
-		if prior, ok := v[0].(string); ok {
-			rid, err := uuid.Parse(prior)
-			if err != nil {
-				return Result{}, fmt.Errorf("request map holds %q: %w", prior, err)
-			}
-			return Result{Code: Queued, ReservationID: rid, Duplicate: true, Status: "UNKNOWN"}, nil
-		}
-		if holder, ok := v[1].(string); ok {
-			return r.alreadyReserved(ctx, k, holder, requestID)
-		}
-		r.m.SoldOutMemo.Inc()
-		return Result{Code: SoldOut}, nil
+		return r.knownSoldOut(ctx, k, userID, requestID)
 	}
 
 	id, err := r.ids.ForRequest(0, activityID, skuID, userID, requestID)
@@ -189,12 +176,16 @@ func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64,
 		return Result{}, err
 	}
 	nowMS := now.UnixMilli()
-	reply, err := lua.Reserve(ctx, r.opt.Scripts, k, lua.ReserveArgs{ReservationID: id.ReservationID.String(),
+	args := lua.ReserveArgs{ReservationID: id.ReservationID.String(),
 		MessageID: id.MessageID.String(), RequestID: requestID.String(), UserID: userID, NowMS: nowMS,
 		KeyVersion: id.KeyVersion, SchemaVersion: ids.SchemaVersion, TTL: r.opt.ReservationTTL,
-		SendDueAtMS: nowMS + r.opt.SendDueDelay.Milliseconds()})
+		SendDueAtMS: nowMS + r.opt.SendDueDelay.Milliseconds()}
+	reply, err := r.reserveScript(ctx, sku, k, args)
 	if err != nil {
-		return Result{}, fmt.Errorf("reserve script: %w", err)
+		return Result{}, err
+	}
+	if reply.Code == lua.ReserveSoldOut && reply.HoldersVersion < 0 {
+		return Result{Code: SoldOut}, nil // a false SOLD_OUT: no memo, the next request tries again
 	}
 	switch reply.Code {
 	case lua.ReserveAdmitted:
@@ -228,6 +219,54 @@ func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64,
 		return Result{Code: UnknownSale}, nil
 	}
 	return Result{}, fmt.Errorf("reserve script returned unknown code %d", reply.Code)
+}
+
+// knownSoldOut answers a request for a SKU known sold out: one MGET keeps
+// the script's answers for the same key (a retry of an admitted request gets
+// QUEUED again, a user who holds another reservation ALREADY_RESERVED)
+// without running it.
+func (r *Reserver) knownSoldOut(ctx context.Context, k lua.Keys, userID int64, requestID uuid.UUID) (Result, error) {
+	v, err := r.rdb.MGet(ctx, k.Request(userID, requestID.String()), k.User(userID)).Result()
+	if err != nil {
+		return Result{}, fmt.Errorf("read request map: %w", err)
+	}
+	if prior, ok := v[0].(string); ok {
+		rid, err := uuid.Parse(prior)
+		if err != nil {
+			return Result{}, fmt.Errorf("request map holds %q: %w", prior, err)
+		}
+		return Result{Code: Queued, ReservationID: rid, Duplicate: true, Status: "UNKNOWN"}, nil
+	}
+	if holder, ok := v[1].(string); ok {
+		return r.alreadyReserved(ctx, k, holder, requestID)
+	}
+	r.m.SoldOutMemo.Inc()
+	return Result{Code: SoldOut}, nil
+}
+
+// reserveScript runs reserve.lua in k's bucket. A SOLD_OUT there while a
+// sibling bucket has stock moves some here on demand and runs it again
+// (refill.go), at most maxRefills times; a SOLD_OUT still answered then is
+// counted as false and returned with HoldersVersion -1 (not to be memoised).
+func (r *Reserver) reserveScript(ctx context.Context, sku lua.SKU, k lua.Keys, args lua.ReserveArgs) (lua.ReserveReply, error) {
+	reply, err := lua.Reserve(ctx, r.opt.Scripts, k, args)
+	for refills := 0; err == nil && reply.Code == lua.ReserveSoldOut && sku.Buckets > 1 && !r.opt.NoRefill; refills++ {
+		if refills == maxRefills {
+			r.m.FalseSoldOut.Inc()
+			reply.HoldersVersion = -1
+			return reply, nil
+		}
+		if rerr := r.refill(ctx, sku, k); errors.Is(rerr, errNoStock) {
+			break
+		} else if rerr != nil {
+			return lua.ReserveReply{}, rerr
+		}
+		reply, err = lua.Reserve(ctx, r.opt.Scripts, k, args)
+	}
+	if err != nil {
+		return lua.ReserveReply{}, fmt.Errorf("reserve script: %w", err)
+	}
+	return reply, nil
 }
 
 // alreadyReserved tells a second reservation by the same user apart from the

@@ -26,6 +26,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/config"
@@ -43,6 +44,9 @@ type BucketsOptions struct {
 	Concurrency int
 	JSON        bool
 	Timeout     time.Duration
+	// NoRefill measures without the gateway's on-demand moves between
+	// buckets (SECKILL_RESERVE_REFILL=false): the false SOLD_OUT baseline.
+	NoRefill bool
 }
 
 // Validate checks the options' bounds.
@@ -75,13 +79,20 @@ type BucketsReport struct {
 
 // BucketsCase is one bucket count's figures.
 type BucketsCase struct {
-	Buckets  int           `json:"buckets"`
-	Admitted int64         `json:"admitted"`
-	Other    int64         `json:"other"` // answers other than QUEUED (SOLD_OUT of a dry bucket), and errors
-	Seconds  float64       `json:"seconds"`
-	PerSec   float64       `json:"reservations_per_s"`
-	P50      time.Duration `json:"p50_ns"`
-	P99      time.Duration `json:"p99_ns"`
+	Buckets  int   `json:"buckets"`
+	Admitted int64 `json:"admitted"`
+	// Other is every answer other than QUEUED. The stock equals the requests,
+	// so each is a false SOLD_OUT (a dry bucket while another had units) or an error.
+	Other int64 `json:"other"`
+	// Refill says whether the gateway moved stock on demand; RefillsMoved and
+	// RefillUnits are its moves and the units they moved.
+	Refill       bool          `json:"refill"`
+	RefillsMoved int64         `json:"refills_moved"`
+	RefillUnits  int64         `json:"refill_units"`
+	Seconds      float64       `json:"seconds"`
+	PerSec       float64       `json:"reservations_per_s"`
+	P50          time.Duration `json:"p50_ns"`
+	P99          time.Duration `json:"p99_ns"`
 	// RedisCorePct is each redis-server process's CPU over the case, in % of
 	// one core, by its address.
 	RedisCorePct map[string]float64 `json:"redis_core_pct"`
@@ -150,15 +161,29 @@ func bucketsCase(ctx context.Context, cfg config.Config, conns *app.Conns, o Buc
 	if err != nil {
 		return BucketsCase{}, err
 	}
+	m := metrics.NewReservation(prometheus.NewRegistry())
 	res, err := reservation.NewReserver(conns.Redis, d, acceptAll{}, reservation.Options{Topic: "bench-buckets",
 		SendTimeout: time.Second, SendDueDelay: time.Minute, ReservationTTL: benchTTL, SoldOutMemo: cfg.SoldOutMemo,
-		Linger: cfg.SendLinger}, metrics.NewReservation(prometheus.NewRegistry()), nil, logx.New(io.Discard, "error"))
+		Linger: cfg.SendLinger, NoRefill: o.NoRefill}, m, nil, logx.New(io.Discard, "error"))
 	if err != nil {
 		return BucketsCase{}, err
 	}
 	defer res.Close()
 	progress("B=%d: %d reservations from %d goroutines on activity %d", buckets, o.Requests, o.Concurrency, activityID)
-	return driveBuckets(ctx, res, activityID, o, buckets)
+	c, err := driveBuckets(ctx, res, activityID, o, buckets)
+	c.Refill = !o.NoRefill
+	c.RefillsMoved = int64(testutilCounter(m.Refills.WithLabelValues("moved")))
+	c.RefillUnits = int64(testutilCounter(m.RefillUnits))
+	return c, err
+}
+
+// testutilCounter is a counter's value.
+func testutilCounter(c prometheus.Counter) float64 {
+	var pb dto.Metric
+	if err := c.Write(&pb); err != nil {
+		return 0
+	}
+	return pb.GetCounter().GetValue()
 }
 
 func driveBuckets(ctx context.Context, res *reservation.Reserver, activityID int64, o BucketsOptions, buckets int) (BucketsCase, error) {
@@ -239,9 +264,10 @@ func redisKind(cfg config.Config) string {
 // WriteText prints the report as a table.
 func (r *BucketsReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "seckill bench buckets: admission on one hot SKU split into B buckets, Redis %s, %d CPUs (no broker)\n", r.Redis, r.NCPU)
-	fmt.Fprintf(w, "(sold out: users whose bucket ran dry before the others; this bench runs no rebalancer)\n")
-	fmt.Fprintf(w, "%-4s %10s %9s %14s %9s %9s %9s %11s %11s  %s\n", "B", "admitted", "sold out", "reservations/s", "p50", "p99", "gateway%",
-		"gw µs/op", "redis µs/op", "redis-server % of a core")
+	fmt.Fprintf(w, "(stock = requests, so every SOLD_OUT is false: a bucket ran dry while another had units; no rebalancer runs;\n")
+	fmt.Fprintf(w, " refill: the gateway's on-demand moves, their count and units)\n")
+	fmt.Fprintf(w, "%-4s %10s %14s %14s %14s %9s %9s %9s %11s %11s  %s\n", "B", "admitted", "false sold out", "refill (units)", "reservations/s",
+		"p50", "p99", "gateway%", "gw µs/op", "redis µs/op", "redis-server % of a core")
 	for _, c := range r.Cases {
 		names := make([]string, 0, len(c.RedisCorePct))
 		for n := range c.RedisCorePct {
@@ -252,7 +278,11 @@ func (r *BucketsReport) WriteText(w io.Writer) {
 		for _, n := range names {
 			shares = append(shares, fmt.Sprintf("%s %.0f", n, c.RedisCorePct[n]))
 		}
-		fmt.Fprintf(w, "%-4d %10d %9d %14.0f %9s %9s %9.0f %11.1f %11.1f  %s\n", c.Buckets, c.Admitted, c.Other, c.PerSec,
+		refill := "off"
+		if c.Refill {
+			refill = fmt.Sprintf("%d (%d)", c.RefillsMoved, c.RefillUnits)
+		}
+		fmt.Fprintf(w, "%-4d %10d %14d %14s %14.0f %9s %9s %9.0f %11.1f %11.1f  %s\n", c.Buckets, c.Admitted, c.Other, refill, c.PerSec,
 			c.P50.Round(time.Microsecond), c.P99.Round(time.Microsecond), c.GatewayCorePct, c.GatewayUSPerOp, c.RedisUSPerOp,
 			strings.Join(shares, ", "))
 	}

@@ -1,0 +1,109 @@
+package reservation_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/lua"
+)
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var pb dto.Metric
+	if err := c.Write(&pb); err != nil {
+		t.Fatal(err)
+	}
+	return pb.GetCounter().GetValue()
+}
+
+// userIn is the first user id from start whose bucket of sku is b.
+func userIn(sku lua.SKU, b int, start int64) int64 {
+	for sku.For(start).Bucket != b {
+		start++
+	}
+	return start
+}
+
+// A buyer whose bucket is empty while another bucket of the SKU still has
+// units is admitted at once: the gateway moves stock on demand (refill.go).
+// Then a burst of buyers spread over the four buckets buys exactly the
+// stock, every bucket adds up, and SOLD_OUT is said only once no bucket has
+// a unit.
+func TestBucketsRefillOnDemandSellsEveryUnit(t *testing.T) {
+	const stock = 12
+	r := bucketRig(t, stock, 0, 0, 0)
+	ctx := context.Background()
+	sku := lua.SKU{ActivityID: r.k.ActivityID, SKUID: r.k.SKUID, Buckets: 4}
+	admitted := 0
+	for b := 1; b < 4; b++ {
+		user := userIn(sku, b, int64(100*b))
+		res, err := r.res.Reserve(ctx, user, r.k.ActivityID, r.k.SKUID, uuid.New())
+		if err != nil || res.Code != reservation.Queued {
+			t.Fatalf("user %d of empty bucket %d answered %+v, %v; want QUEUED while bucket 0 holds %d", user, b, res, err, stock)
+		}
+		admitted++
+	}
+	if moved := counterValue(t, r.m.Refills.WithLabelValues("moved")); moved < 3 {
+		t.Fatalf("refills moved = %v, want one per empty bucket at least", moved)
+	}
+
+	var queued, soldOut atomic.Int64
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for u := range 300 {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res, err := r.res.Reserve(ctx, int64(10_000+u), r.k.ActivityID, r.k.SKUID, uuid.New())
+			switch {
+			case err != nil:
+				t.Error(err)
+			case res.Code == reservation.Queued:
+				queued.Add(1)
+			case res.Code == reservation.SoldOut:
+				soldOut.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := admitted + int(queued.Load()); got != stock {
+		t.Fatalf("%d admitted over the buckets, want the whole stock %d", got, stock)
+	}
+	var available, open, in, out int64
+	for _, k := range sku.All() {
+		v := r.rdb.HMGet(ctx, k.Counter(), "initial", "available", "open_reserved", "committed", "xfer_in", "xfer_out").Val()
+		n := make([]int64, len(v))
+		for i, x := range v {
+			n[i], _ = strconv.ParseInt(fmt.Sprint(x), 10, 64)
+		}
+		if n[0]+n[4]-n[5] != n[1]+n[2]+n[3] {
+			t.Errorf("bucket %d does not add up: %v", k.Bucket, v)
+		}
+		available, open, in, out = available+n[1], open+n[2], in+n[4], out+n[5]
+	}
+	if available != 0 || open != stock || in != out {
+		t.Errorf("over the buckets: available %d, open %d, in %d, out %d; want 0, %d and in = out", available, open, in, out, stock)
+	}
+	// Every SOLD_OUT of the burst came when no bucket had a unit left, or
+	// is counted as false.
+	t.Logf("burst: %d queued, %d sold out, %v false sold out, %v units moved on demand", queued.Load(), soldOut.Load(),
+		counterValue(t, r.m.FalseSoldOut), counterValue(t, r.m.RefillUnits))
+	res, err := r.res.Reserve(ctx, userIn(sku, 2, 90_000), r.k.ActivityID, r.k.SKUID, uuid.New())
+	if err != nil || res.Code != reservation.SoldOut {
+		t.Fatalf("after the last unit: %+v, %v; want SOLD_OUT", res, err)
+	}
+	if v := counterValue(t, r.m.Refills.WithLabelValues("no_stock")); v < 1 {
+		t.Errorf("refills no_stock = %v: the last SOLD_OUT did not look at the siblings", v)
+	}
+}
