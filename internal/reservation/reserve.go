@@ -250,6 +250,7 @@ func (r *Reserver) knownSoldOut(ctx context.Context, k lua.Keys, userID int64, r
 // counted as false and returned with HoldersVersion -1 (not to be memoised).
 func (r *Reserver) reserveScript(ctx context.Context, sku lua.SKU, k lua.Keys, args lua.ReserveArgs) (lua.ReserveReply, error) {
 	reply, err := lua.Reserve(ctx, r.opt.Scripts, k, args)
+	lastLook := false
 	for refills := 0; err == nil && reply.Code == lua.ReserveSoldOut && sku.Buckets > 1 && !r.opt.NoRefill; refills++ {
 		if refills == maxRefills {
 			r.m.FalseSoldOut.Inc()
@@ -257,7 +258,13 @@ func (r *Reserver) reserveScript(ctx context.Context, sku lua.SKU, k lua.Keys, a
 			return reply, nil
 		}
 		if rerr := r.refill(ctx, sku, k); errors.Is(rerr, errNoStock) {
-			break
+			if lastLook {
+				break
+			}
+			// Every sibling is empty, but another request's move into this
+			// bucket may be under way (taken from a sibling, not given yet):
+			// one more look before SOLD_OUT.
+			lastLook = true
 		} else if rerr != nil {
 			return lua.ReserveReply{}, rerr
 		}
