@@ -25,21 +25,7 @@ import (
 func TestReconcileAsksTheProviderAndOwesRefunds(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	sim, err := paysim.New(paysim.Options{Secret: []byte("0123456789abcdef0123456789abcdef"), MerchantKey: "k", Logger: quiet,
-		MaxCallbackAttempts: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sim.Handler())
-	defer srv.Close()
-	defer sim.Close()
-	client := &paysim.Client{BaseURL: srv.URL, MerchantKey: "k"}
-	cfg := testenv.Require(t)
-	acts, err := activities.New(activities.Deps{Pool: r.pool, Verify: r.pool, Redis: r.rdb, Log: quiet, Topic: cfg.TopicOrderCreate,
-		TerminalTTL: time.Hour, Provider: payments.PaysimProvider{Client: client}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, acts := paysimActivities(t, r)
 	rec, err := reconcile.New(r.pool, r.rdb, testenv.Stores(t, r.pool, r.rdb, payments.PaysimProvider{Client: client}), metrics.NewReconcile(prometheus.NewRegistry()), quiet, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -140,4 +126,25 @@ func TestReconcileAsksTheProviderAndOwesRefunds(t *testing.T) {
 	if intents[paid.String()] != "PAID" || intents[open.String()] != "CLOSED" || intents[waiting.String()] != "OPEN" {
 		t.Errorf("intents after reconciliation: %v", intents)
 	}
+}
+
+// paysimActivities starts a payment provider simulator (callbacks tried once)
+// for the test and returns its client and activities that use it.
+func paysimActivities(t *testing.T, r *rig) (*paysim.Client, *activities.Activities) {
+	t.Helper()
+	sim, err := paysim.New(paysim.Options{Secret: []byte("0123456789abcdef0123456789abcdef"), MerchantKey: "k", Logger: quiet,
+		MaxCallbackAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(func() { srv.Close(); sim.Close() })
+	client := &paysim.Client{BaseURL: srv.URL, MerchantKey: "k"}
+	cfg := testenv.Require(t)
+	acts, err := activities.New(activities.Deps{Pool: r.pool, Verify: r.pool, Redis: r.rdb, Log: quiet, Topic: cfg.TopicOrderCreate,
+		TerminalTTL: time.Hour, Provider: payments.PaysimProvider{Client: client}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, acts
 }

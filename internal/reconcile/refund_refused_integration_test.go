@@ -3,7 +3,6 @@ package reconcile_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -51,20 +50,7 @@ func refusal(t *testing.T, what string, err error) {
 func TestRefundRefusedForGoodIsHeldForAPerson(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	sim, err := paysim.New(paysim.Options{Secret: []byte("0123456789abcdef0123456789abcdef"), MerchantKey: "k", Logger: quiet, MaxCallbackAttempts: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sim.Handler())
-	defer srv.Close()
-	defer sim.Close()
-	pc := &paysim.Client{BaseURL: srv.URL, MerchantKey: "k"}
-	cfg := testenv.Require(t)
-	acts, err := activities.New(activities.Deps{Pool: r.pool, Verify: r.pool, Redis: r.rdb, Log: quiet, Topic: cfg.TopicOrderCreate,
-		TerminalTTL: time.Hour, Provider: payments.PaysimProvider{Client: pc}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pc, acts := paysimActivities(t, r)
 	store := activities.PaymentStore(acts)
 	pay := func(user int64, cancelled bool) (uuid.UUID, uuid.UUID) {
 		m := r.reserve(t, user)
@@ -101,7 +87,7 @@ func TestRefundRefusedForGoodIsHeldForAPerson(t *testing.T) {
 
 	// The payment that paid its order is never refunded.
 	_, kept := pay(1, false)
-	_, err = acts.BeginRefund(ctx, kept)
+	_, err := acts.BeginRefund(ctx, kept)
 	refusal(t, "refund of the payment that paid its order", err)
 
 	// The provider refuses the refund of a payment refunded by hand.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/lua"
 )
@@ -78,36 +77,17 @@ func (r *Reserver) refill(ctx context.Context, sku lua.SKU, k lua.Keys) error {
 	return nil
 }
 
-// richestSibling reads every other bucket's available (one pipeline) and
-// returns the bucket holding the most.
+// richestSibling reads every bucket's counters (lua.ReadBuckets, one
+// pipeline) and returns the other bucket holding the most.
 func (r *Reserver) richestSibling(ctx context.Context, sku lua.SKU, own int) (bucket int, available int64, err error) {
-	cmds := make([]*redis.StringCmd, sku.Buckets)
-	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for b := range sku.Buckets {
-			if b != own {
-				cmds[b] = p.HGet(ctx, sku.Bucket(b).Counter(), "available")
-			}
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, 0, fmt.Errorf("read sibling buckets of %d/%d: %w", sku.ActivityID, sku.SKUID, err)
+	bs, err := lua.ReadBuckets(ctx, r.rdb, sku.Bucket(0), sku.Buckets)
+	if err != nil {
+		return 0, 0, err
 	}
-	bucket = -1
-	for b, c := range cmds {
-		if c == nil {
-			continue
-		}
-		v, err := c.Int64()
-		if errors.Is(err, redis.Nil) {
-			continue // no counter: nothing to take
-		}
-		if err != nil {
-			return 0, 0, fmt.Errorf("read bucket %d of %d/%d: %w", b, sku.ActivityID, sku.SKUID, err)
-		}
-		if bucket < 0 || v > available {
-			bucket, available = b, v
+	for _, b := range bs {
+		if b.Bucket != own && b.Exists && b.Available > available {
+			bucket, available = b.Bucket, b.Available
 		}
 	}
-	return max(bucket, 0), available, nil
+	return bucket, available, nil
 }

@@ -2,8 +2,6 @@ package reservation_test
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,20 +78,12 @@ func TestBucketsRefillOnDemandSellsEveryUnit(t *testing.T) {
 	if got := admitted + int(queued.Load()); got != stock {
 		t.Fatalf("%d admitted over the buckets, want the whole stock %d", got, stock)
 	}
-	var available, open, in, out int64
-	for _, k := range sku.All() {
-		v := r.rdb.HMGet(ctx, k.Counter(), "initial", "available", "open_reserved", "committed", "xfer_in", "xfer_out").Val()
-		n := make([]int64, len(v))
-		for i, x := range v {
-			n[i], _ = strconv.ParseInt(fmt.Sprint(x), 10, 64)
-		}
-		if n[0]+n[4]-n[5] != n[1]+n[2]+n[3] {
-			t.Errorf("bucket %d does not add up: %v", k.Bucket, v)
-		}
-		available, open, in, out = available+n[1], open+n[2], in+n[4], out+n[5]
+	st, err := lua.ReadSKUStock(ctx, r.rdb, r.k)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if available != 0 || open != stock || in != out {
-		t.Errorf("over the buckets: available %d, open %d, in %d, out %d; want 0, %d and in = out", available, open, in, out, stock)
+	if err := st.Check(true); err != nil || st.Available != 0 || st.OpenReserved != stock {
+		t.Errorf("over the buckets: %v; available %d, open %d, want 0 and %d", err, st.Available, st.OpenReserved, stock)
 	}
 	// Every SOLD_OUT of the burst came when no bucket had a unit left, or
 	// is counted as false.
