@@ -156,10 +156,10 @@ func (r *Reconciler) Run(ctx context.Context, activityID int64) (Report, error) 
 	if err != nil {
 		return rep, err
 	}
-	pass := skuloop.NewPass("reconcile", r.m.SKUFailures, r.log)
+	pass := skuloop.NewPass("reconcile", r.m.SKUFailures, r.log, r.rdb)
 	var pgDelta, redisDelta, crossDelta int64
 	for _, k := range skus {
-		d1, d2, d3, err := r.sku(ctx, k, &rep)
+		d1, d2, d3, err := r.skuOnce(ctx, pass, k, &rep)
 		if err != nil {
 			if ctx.Err() != nil {
 				return rep, fmt.Errorf("reconcile %d/%d: %w", k.ActivityID, k.SKUID, err)

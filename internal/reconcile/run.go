@@ -43,6 +43,19 @@ func (r *Reconciler) listSKUs(ctx context.Context, activityID int64) ([]lua.SKU,
 	return skus, nil
 }
 
+// skuOnce is sku unless a Redis node of one of k's buckets was found
+// unreachable earlier in the pass.
+func (r *Reconciler) skuOnce(ctx context.Context, pass *skuloop.Pass, k lua.SKU, rep *Report) (pgD, redisD, crossD int64, err error) {
+	keys := make([]string, 0, max(k.Buckets, 1))
+	for _, b := range k.All() {
+		keys = append(keys, b.Counter())
+	}
+	if err := pass.Unreachable(ctx, keys...); err != nil {
+		return 0, 0, 0, err
+	}
+	return r.sku(ctx, k, rep)
+}
+
 // skuFailed records a SKU the run could not check: counted and logged by
 // pass, and a SKUNotReconciled entry in the report.
 func (r *Reconciler) skuFailed(rep *Report, pass *skuloop.Pass, k lua.SKU, err error) {

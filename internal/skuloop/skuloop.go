@@ -5,15 +5,26 @@
 // its Pass (counted per SKU in seckill_loop_sku_failures_total, logged in
 // one line "loop.sku_failed"), goes on with the next SKU, and returns
 // Pass.Err at the end: an *Error naming every SKU that failed.
+//
+// A Redis node that does not answer (connection refused, a timeout) costs
+// each command its dial attempts and retries, seconds on a cluster client;
+// once one SKU of a pass found a node unreachable, Pass.Unreachable fails the
+// pass's later SKUs on that node at once, so a pass waits once per dead node
+// rather than once per SKU on it. The next pass tries the node again.
 package skuloop
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/redisx"
 )
 
 // Failure is one SKU (or one bucket of it) a pass could not handle.
@@ -67,25 +78,54 @@ func Only(err error) bool {
 	return errors.As(err, &e) && err == error(e)
 }
 
-// Pass collects the failures of one pass of loop; m and log are required.
+// Pass collects the failures of one pass of loop over rdb; m, log and rdb
+// are required. A Pass is used by one goroutine.
 type Pass struct {
 	loop   string
 	m      *metrics.SKUFailures
 	log    *slog.Logger
+	rdb    redis.Cmdable
 	failed []Failure
+	down   map[string]error // node address → the error that found it unreachable
 }
 
 // NewPass starts a pass of loop.
-func NewPass(loop string, m *metrics.SKUFailures, log *slog.Logger) *Pass {
-	return &Pass{loop: loop, m: m, log: log}
+func NewPass(loop string, m *metrics.SKUFailures, log *slog.Logger, rdb redis.Cmdable) *Pass {
+	return &Pass{loop: loop, m: m, log: log, rdb: rdb, down: map[string]error{}}
 }
 
 // Fail records that the pass failed on (activityID, skuID, bucket): counted,
-// logged in one line, and kept for Err.
+// logged in one line, and kept for Err. An error that says a node could not
+// be reached (a *net.OpError: refused, reset, timed out) marks that node
+// unreachable for the rest of the pass; a Redis reply (WRONGTYPE,
+// CLUSTERDOWN, ...) does not.
 func (p *Pass) Fail(activityID, skuID int64, bucket int, err error) {
 	p.m.Inc(activityID, skuID)
 	p.log.Warn("loop.sku_failed", "loop", p.loop, "activity_id", activityID, "sku_id", skuID, "bucket", bucket, "error", err)
 	p.failed = append(p.failed, Failure{ActivityID: activityID, SKUID: skuID, Bucket: bucket, Err: err})
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Addr != nil {
+		p.down[oe.Addr.String()] = oe
+	}
+}
+
+// Unreachable is non-nil when the node holding one of keys (their cluster
+// slot's master; the one Redis otherwise) was found unreachable earlier in
+// this pass: the loop then fails the SKU with it (Fail) without trying.
+func (p *Pass) Unreachable(ctx context.Context, keys ...string) error {
+	if len(p.down) == 0 {
+		return nil
+	}
+	for _, key := range keys {
+		n, err := redisx.NodeFor(ctx, p.rdb, key)
+		if err != nil {
+			continue
+		}
+		if cause, ok := p.down[n.Options().Addr]; ok {
+			return fmt.Errorf("not tried: Redis %s was unreachable earlier in this pass: %w", n.Options().Addr, cause)
+		}
+	}
+	return nil
 }
 
 // Failures is every failure so far.

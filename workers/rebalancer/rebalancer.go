@@ -139,7 +139,7 @@ func (r *Rebalancer) TickOnce(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return st, fmt.Errorf("list active skus: %w", err)
 	}
-	pass := skuloop.NewPass("rebalance", r.m.SKUFailures, r.log)
+	pass := skuloop.NewPass("rebalance", r.m.SKUFailures, r.log, r.rdb)
 	seen := map[lua.Keys]bool{}
 	for _, member := range members {
 		k, err := lua.ParseMember(member)
@@ -152,10 +152,16 @@ func (r *Rebalancer) TickOnce(ctx context.Context) (Stats, error) {
 			continue
 		}
 		seen[k] = true
-		n, err := lua.BucketCount(ctx, r.rdb, k)
+		err = pass.Unreachable(ctx, k.Meta())
+		n := 0
+		if err == nil {
+			n, err = lua.BucketCount(ctx, r.rdb, k)
+		}
 		if err == nil && n > 1 {
 			st.SKUs++
-			err = r.tickSKU(ctx, k, n, &st)
+			if err = pass.Unreachable(ctx, bucketKeys(k, n)...); err == nil {
+				err = r.tickSKU(ctx, k, n, &st)
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -166,6 +172,15 @@ func (r *Rebalancer) TickOnce(ctx context.Context) (Stats, error) {
 	}
 	r.m.InFlight.Set(float64(st.InFlight))
 	return st, pass.Err()
+}
+
+// bucketKeys is a key of each of k's n buckets (each bucket is a slot of its own).
+func bucketKeys(k lua.Keys, n int) []string {
+	out := make([]string, n)
+	for b := range n {
+		out[b] = k.InBucket(b).Counter()
+	}
+	return out
 }
 
 func (r *Rebalancer) tickSKU(ctx context.Context, k lua.Keys, n int, st *Stats) error {

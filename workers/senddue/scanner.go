@@ -127,11 +127,15 @@ func (s *Scanner) ScanOnce(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("list active skus: %w", err)
 	}
 	handled, unsettled := 0, int64(0)
-	pass := skuloop.NewPass("senddue", s.m.SendDueSKUFailures, s.log)
+	pass := skuloop.NewPass("senddue", s.m.SendDueSKUFailures, s.log, s.rdb)
 	for _, member := range members {
 		k, err := lua.ParseMember(member)
 		if err != nil {
 			s.log.Error("senddue.bad_active_sku", "member", member, "error", err)
+			continue
+		}
+		if err := pass.Unreachable(ctx, k.SendDue()); err != nil {
+			pass.Fail(k.ActivityID, k.SKUID, k.Bucket, err)
 			continue
 		}
 		n, size, err := s.scanSKU(ctx, k)
