@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/seckill/seckill/internal/reconcile"
+	"github.com/seckill/seckill/internal/skuloop"
 )
 
 type (
@@ -29,11 +30,18 @@ func NewReconciliation(r *reconcile.Reconciler) (*Reconciliation, error) {
 	return &Reconciliation{r: r}, nil
 }
 
-// Reconcile runs one reconciliation and stores its report.
+// Reconcile runs one reconciliation and stores its report. A run that
+// finished but could not check some SKUs (a Redis shard down) succeeds: its
+// report and summary name them (FailedSKUs), the metric and alert
+// SeckillLoopSKUFailing carry them, and the next scheduled run tries them
+// again (retrying the whole run at once would redo every other SKU). Any
+// other error fails the attempt, which Temporal retries.
 func (a *Reconciliation) Reconcile(ctx context.Context, in ReconcileInput) (ReconcileSummary, error) {
 	rep, err := a.r.Run(ctx, in.ActivityID)
-	if err != nil {
+	if err != nil && !skuloop.Only(err) {
 		return ReconcileSummary{}, err
 	}
-	return rep.Summarize(), nil
+	s := rep.Summarize()
+	s.FailedSKUs = reconcile.FailedSKUs(err)
+	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -53,7 +54,14 @@ func newReconcileRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printReport(cmd.OutOrStdout(), rep, asJSON)
+			if err := printReport(cmd.OutOrStdout(), rep, asJSON); err != nil {
+				return err
+			}
+			if len(s.FailedSKUs) > 0 {
+				return fmt.Errorf("%d SKUs not reconciled (%s): see %s in the report", len(s.FailedSKUs),
+					strings.Join(s.FailedSKUs, ", "), reconcile.SKUNotReconciled)
+			}
+			return nil
 		},
 	}
 	run.Flags().Int64Var(&activity, "activity", 0, "reconcile only this activity (default: every recent sale)")
@@ -129,7 +137,11 @@ func printReport(w io.Writer, rep reconcile.Report, asJSON bool) error {
 		rep.FinishedAt.Format("15:04:05"), rep.Watermark.Format("15:04:05"))
 	fmt.Fprintf(w, "skus %d, reservations checked %d, summary %v\n", rep.SKUs, rep.Checked, rep.Summary)
 	for _, a := range rep.Anomalies {
-		fmt.Fprintf(w, "  %-30s %-18s %s  %s  repair %s\n", a.Type, a.Action, a.Object, a.Detail, a.RepairID[:12])
+		repair := "-" // LEFT and CHECK_FAILED entries have no repair
+		if len(a.RepairID) >= 12 {
+			repair = a.RepairID[:12]
+		}
+		fmt.Fprintf(w, "  %-30s %-18s %s  %s  repair %s\n", a.Type, a.Action, a.Object, a.Detail, repair)
 	}
 	return nil
 }

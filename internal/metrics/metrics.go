@@ -1,6 +1,7 @@
 // Package metrics defines the Prometheus metrics of seckill (seed §12.2,
 // names adapted to Prometheus conventions). Labels are low-cardinality
-// outcomes only: IDs go to logs, never to labels.
+// outcomes only: IDs go to logs, never to labels (one bounded exception:
+// SKUFailures, loops.go).
 package metrics
 
 import (
@@ -42,6 +43,8 @@ type Reservation struct {
 	Unsettled      prometheus.Gauge       // seckill_reservation_unsettled
 	SendAttempts   prometheus.Histogram   // seckill_reservation_send_attempts
 	ReserveLatency prometheus.Histogram   // seckill_reserve_duration_seconds
+	// SendDueSKUFailures: scans of the send-due scanner that failed on a SKU.
+	SendDueSKUFailures *SKUFailures // seckill_loop_sku_failures_total{loop="senddue"}
 }
 
 // NewReservation registers the reservation metrics on reg.
@@ -82,5 +85,6 @@ func NewReservation(reg prometheus.Registerer) *Reservation {
 			Help: "Send attempts per reservation when it was confirmed sent.", Buckets: []float64{1, 2, 3, 5, 10, 20}}),
 		ReserveLatency: f.NewHistogram(prometheus.HistogramOpts{Name: "seckill_reserve_duration_seconds",
 			Help: "Gateway reserve latency (Redis script and immediate send).", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14)}),
+		SendDueSKUFailures: NewSKUFailures(reg, "senddue"),
 	}
 }

@@ -20,6 +20,8 @@ type Rebalance struct {
 	InFlight prometheus.Gauge // seckill_rebalance_in_flight_units
 	// LeaseHeld is 1 while this process holds the rebalancer lease.
 	LeaseHeld prometheus.Gauge // seckill_rebalance_lease_held
+	// SKUFailures: ticks that failed on a SKU.
+	SKUFailures *SKUFailures // seckill_loop_sku_failures_total{loop="rebalance"}
 }
 
 // NewRebalance registers the rebalancer metrics on reg.
@@ -37,5 +39,6 @@ func NewRebalance(reg prometheus.Registerer) *Rebalance {
 			Help: "Units taken from a bucket and not yet given to their target, over every bucketed SKU, at the last tick."}),
 		LeaseHeld: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_rebalance_lease_held",
 			Help: "1 while this process holds the rebalancer lease."}),
+		SKUFailures: NewSKUFailures(reg, "rebalance"),
 	}
 }

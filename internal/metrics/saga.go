@@ -60,6 +60,7 @@ type Reconcile struct {
 	CrossDelta    prometheus.Gauge       // seckill_inventory_cross_system_delta
 	CompPending   prometheus.Gauge       // seckill_compensation_pending
 	CompOldestAge prometheus.Gauge       // seckill_compensation_oldest_age_seconds
+	SKUFailures   *SKUFailures           // seckill_loop_sku_failures_total{loop="reconcile"}
 }
 
 // NewReconcile registers the reconciliation metrics on reg.
@@ -86,5 +87,6 @@ func NewReconcile(reg prometheus.Registerer) *Reconcile {
 			Help: "Compensation tasks not yet applied."}),
 		CompOldestAge: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_compensation_oldest_age_seconds",
 			Help: "Age of the oldest unapplied compensation task."}),
+		SKUFailures: NewSKUFailures(reg, "reconcile"),
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/repairs"
+	"github.com/seckill/seckill/internal/skuloop"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
 )
@@ -140,50 +141,36 @@ func RepairID(rule, object string, version int64, target string) string {
 }
 
 // Run reconciles activityID (0: every activity whose sale ended less than a
-// week ago or is running) and stores the report.
+// week ago or is running) and stores the report. A SKU it cannot check (its
+// Redis shard down, a key of the wrong type) does not stop the run: it is
+// counted, logged and reported (SKUNotReconciled), the other SKUs and every
+// PostgreSQL backstop (outbox, LOST_SAGA, refunds, provider intents) run
+// all the same, and the error returned at the end is a *skuloop.Error
+// naming the SKUs (joined with any backstop's error). See run.go.
 func (r *Reconciler) Run(ctx context.Context, activityID int64) (Report, error) {
 	start := r.now()
 	rep := Report{ReportID: uuid.New(), ActivityID: activityID, StartedAt: start, Watermark: start.Add(-r.watermark),
 		Summary: map[string]int{}, Anomalies: []Anomaly{}}
 	r.m.WatermarkLag.Set(r.watermark.Seconds())
-	rows, err := r.pool.Query(ctx, `
-		SELECT i.activity_id, i.sku_id, i.buckets FROM sku_inventory i JOIN sale_activity a ON a.activity_id = i.activity_id
-		WHERE ($1::bigint = 0 OR i.activity_id = $1) AND a.ends_at > clock_timestamp() - interval '7 days'
-		ORDER BY 1, 2`, activityID)
+	skus, err := r.listSKUs(ctx, activityID)
 	if err != nil {
-		return rep, fmt.Errorf("list skus: %w", err)
+		return rep, err
 	}
-	var skus []lua.SKU
-	for rows.Next() {
-		var k lua.SKU
-		if err := rows.Scan(&k.ActivityID, &k.SKUID, &k.Buckets); err != nil {
-			rows.Close()
-			return rep, err
-		}
-		skus = append(skus, k)
-	}
-	rows.Close()
+	pass := skuloop.NewPass("reconcile", r.m.SKUFailures, r.log, r.rdb)
 	var pgDelta, redisDelta, crossDelta int64
 	for _, k := range skus {
-		d1, d2, d3, err := r.sku(ctx, k, &rep)
+		d1, d2, d3, err := r.skuOnce(ctx, pass, k, &rep)
 		if err != nil {
-			return rep, fmt.Errorf("reconcile %d/%d: %w", k.ActivityID, k.SKUID, err)
+			if ctx.Err() != nil {
+				return rep, fmt.Errorf("reconcile %d/%d: %w", k.ActivityID, k.SKUID, err)
+			}
+			r.skuFailed(&rep, pass, k, err)
+			continue
 		}
 		pgDelta, redisDelta, crossDelta = pgDelta+abs(d1), redisDelta+abs(d2), crossDelta+abs(d3)
 	}
 	rep.SKUs = len(skus)
-	if err := r.outbox(ctx, &rep); err != nil {
-		return rep, err
-	}
-	if err := r.orders(ctx, &rep, activityID); err != nil {
-		return rep, err
-	}
-	if err := r.refunds(ctx, &rep); err != nil {
-		return rep, err
-	}
-	if err := r.intents(ctx, &rep); err != nil {
-		return rep, err
-	}
+	errs := append([]error{pass.Err()}, r.backstops(ctx, &rep, activityID)...)
 	r.m.PGDelta.Set(float64(pgDelta))
 	r.m.RedisDelta.Set(float64(redisDelta))
 	r.m.CrossDelta.Set(float64(crossDelta))
@@ -194,7 +181,7 @@ func (r *Reconciler) Run(ctx context.Context, activityID int64) (Report, error) 
 		rep.Summary[a.Action]++
 	}
 	rep.Summary["anomalies"] = len(rep.Anomalies)
-	return rep, r.store(ctx, rep)
+	return rep, join(append(errs, r.store(ctx, rep))...)
 }
 
 func abs(v int64) int64 {
@@ -427,6 +414,8 @@ type Summary struct {
 	Checked   int
 	Anomalies int
 	Counts    map[string]int
+	// FailedSKUs are the SKUs the run could not check ("sku:activity:sku").
+	FailedSKUs []string `json:",omitempty"`
 }
 
 // Summarize is what a run returns to its workflow (the full report is in

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/skuloop"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -104,7 +105,7 @@ func (r *Rebalancer) Run(ctx context.Context) error {
 		}
 		if held {
 			r.m.LeaseHeld.Set(1)
-			if _, err := r.TickOnce(ctx); err != nil && ctx.Err() == nil {
+			if _, err := r.TickOnce(ctx); err != nil && ctx.Err() == nil && !skuloop.Only(err) { // each failed SKU is logged already
 				r.log.Warn("rebalance.tick_failed", "error", err)
 			}
 		} else {
@@ -126,14 +127,19 @@ type Stats struct {
 	InFlight  int64 // Σ xfer_out − Σ xfer_in over the SKUs, as read before the moves
 }
 
-// TickOnce recovers and rebalances every bucketed SKU once, lease or not. It
-// stops at the first error (a failpoint's, too) and returns what it did.
+// TickOnce recovers and rebalances every bucketed SKU once, lease or not,
+// and returns what it did. A SKU it fails on (its Redis shard down, a key of
+// the wrong type, a failpoint) is counted, logged and left for the next
+// tick: the other SKUs are served all the same, and the error (a
+// *skuloop.Error) names every SKU that failed. InFlight then covers the
+// SKUs read.
 func (r *Rebalancer) TickOnce(ctx context.Context) (Stats, error) {
 	var st Stats
 	members, err := r.rdb.SMembers(ctx, r.opt.ActiveSKUs).Result()
 	if err != nil {
 		return st, fmt.Errorf("list active skus: %w", err)
 	}
+	pass := skuloop.NewPass("rebalance", r.m.SKUFailures, r.log, r.rdb)
 	seen := map[lua.Keys]bool{}
 	for _, member := range members {
 		k, err := lua.ParseMember(member)
@@ -146,20 +152,35 @@ func (r *Rebalancer) TickOnce(ctx context.Context) (Stats, error) {
 			continue
 		}
 		seen[k] = true
-		n, err := lua.BucketCount(ctx, r.rdb, k)
+		err = pass.Unreachable(ctx, k.Meta())
+		n := 0
+		if err == nil {
+			n, err = lua.BucketCount(ctx, r.rdb, k)
+		}
+		if err == nil && n > 1 {
+			st.SKUs++
+			if err = pass.Unreachable(ctx, bucketKeys(k, n)...); err == nil {
+				err = r.tickSKU(ctx, k, n, &st)
+			}
+		}
 		if err != nil {
-			return st, err
-		}
-		if n <= 1 {
-			continue
-		}
-		st.SKUs++
-		if err := r.tickSKU(ctx, k, n, &st); err != nil {
-			return st, fmt.Errorf("sku %s: %w", k.Member(), err)
+			if ctx.Err() != nil {
+				return st, fmt.Errorf("sku %s: %w", k.Member(), err)
+			}
+			pass.Fail(k.ActivityID, k.SKUID, 0, err)
 		}
 	}
 	r.m.InFlight.Set(float64(st.InFlight))
-	return st, nil
+	return st, pass.Err()
+}
+
+// bucketKeys is a key of each of k's n buckets (each bucket is a slot of its own).
+func bucketKeys(k lua.Keys, n int) []string {
+	out := make([]string, n)
+	for b := range n {
+		out[b] = k.InBucket(b).Counter()
+	}
+	return out
 }
 
 func (r *Rebalancer) tickSKU(ctx context.Context, k lua.Keys, n int, st *Stats) error {

@@ -21,6 +21,7 @@ import (
 	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/internal/skuloop"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
 )
@@ -101,7 +102,7 @@ func (s *Scanner) Run(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		n, err := s.ScanOnce(ctx)
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && !skuloop.Only(err) { // each failed SKU is logged already
 			s.log.Warn("senddue.scan_failed", "error", err)
 		}
 		if n > 0 {
@@ -116,31 +117,42 @@ func (s *Scanner) Run(ctx context.Context) error {
 }
 
 // ScanOnce claims and re-sends every due item of every active SKU once and
-// returns how many it handled.
+// returns how many it handled. A SKU (bucket) it cannot scan (its Redis
+// shard down, a key of the wrong type) is counted, logged and skipped: the
+// others are scanned all the same, and the error (a *skuloop.Error) names
+// every SKU that failed.
 func (s *Scanner) ScanOnce(ctx context.Context) (int, error) {
 	members, err := s.rdb.SMembers(ctx, s.opt.ActiveSKUs).Result()
 	if err != nil {
 		return 0, fmt.Errorf("list active skus: %w", err)
 	}
 	handled, unsettled := 0, int64(0)
+	pass := skuloop.NewPass("senddue", s.m.SendDueSKUFailures, s.log, s.rdb)
 	for _, member := range members {
 		k, err := lua.ParseMember(member)
 		if err != nil {
 			s.log.Error("senddue.bad_active_sku", "member", member, "error", err)
 			continue
 		}
+		if err := pass.Unreachable(ctx, k.SendDue()); err != nil {
+			pass.Fail(k.ActivityID, k.SKUID, k.Bucket, err)
+			continue
+		}
 		n, size, err := s.scanSKU(ctx, k)
 		handled += n
 		unsettled += size
 		if err != nil {
-			return handled, err
+			if ctx.Err() != nil {
+				return handled, err
+			}
+			pass.Fail(k.ActivityID, k.SKUID, k.Bucket, err)
 		}
 	}
 	pending, oldest := s.unsent.stats(s.now())
 	s.m.SendPending.Set(float64(pending))
 	s.m.SendOldestAge.Set(oldest.Seconds())
 	s.m.Unsettled.Set(float64(unsettled))
-	return handled, nil
+	return handled, pass.Err()
 }
 
 func (s *Scanner) scanSKU(ctx context.Context, k lua.Keys) (handled int, size int64, err error) {
