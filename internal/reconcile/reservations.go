@@ -90,8 +90,9 @@ func (r *Reconciler) reservations(ctx context.Context, sku lua.SKU, rep *Report)
 			})
 		case state.ReservationCancelled:
 			// Cancelled in PostgreSQL (unit released there) but still holding
-			// the unit in Redis: the saga stopped before its release.
-			if redisStatus == state.ReservationOrderCreated && x.orderID != nil {
+			// the unit in Redis: the saga stopped before its release, or the
+			// projection was lost (RESERVED: ReleaseRedis projects, then releases).
+			if (redisStatus == state.ReservationOrderCreated || redisStatus == state.ReservationReserved) && x.orderID != nil {
 				r.auto(ctx, rep, ReleaseMissing, obj, x.version, "CANCELLED", ev, func() (string, error) {
 					p, err := r.stores.Inventory.ReleaseRedis(ctx, inventory.ReleaseInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket})
 					return fmt.Sprintf("release.lua %d %s", p.Code, p.Text), err
