@@ -273,7 +273,7 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, names []st
 }
 
 // Explainer builds `seckill explain` on conns; with conns.Temporal the saga
-// is described too.
+// is described too. Its verdict judges with reconciliation's rules and watermark.
 func Explainer(cfg config.Config, conns *Conns) (*explain.Explainer, error) {
 	var sagas explain.Sagas
 	if conns.Temporal != nil {
@@ -283,7 +283,12 @@ func Explainer(cfg config.Config, conns *Conns) (*explain.Explainer, error) {
 		}
 		sagas = c
 	}
-	return explain.New(conns.Pool, conns.Redis, sagas)
+	ex, err := explain.New(conns.Pool, conns.Redis, sagas)
+	if err != nil {
+		return nil, err
+	}
+	ex.SetWatermark(cfg.ReconcileWatermark) // judge as reconciliation does
+	return ex, nil
 }
 
 // StartBulkRepair starts BulkRepairWorkflow for in (ValidateBulkRepair
