@@ -81,8 +81,12 @@ var rules = []func(Report, time.Time, func(inv, format string, a ...any)) (actio
 	manualReview, openPastDeadline, unrefundedPayment,
 }
 
+// repairCommand is the operator repair through the reservation's saga:
+// `seckill repair apply` signals a running saga and starts a closed (or
+// never started) one again from PostgreSQL with the repair as its first
+// signal, so it works whatever the saga does.
 func repairCommand(rep Report, action string) string {
-	return fmt.Sprintf(`temporal workflow signal --workflow-id reservation-%s --name repair --input '{"action":"%s","repair_id":"<ticket>-%s","operator":"<you>","reason":"<why, with the evidence>"}'`,
+	return fmt.Sprintf(`seckill repair apply %s --action %s --repair-id <ticket>-%s --operator <you> --reason '<why, with the evidence>'`,
 		rep.ReservationID, action, rep.ReservationID)
 }
 
