@@ -102,6 +102,11 @@ func TestExplainAndReconciliationJudgeAlike(t *testing.T) {
 	m = r.reserve(t)
 	r.rdb.HSet(ctx, r.k.Reservation(m.ReservationID.String()), "business_deadline_ms", time.Now().Add(-time.Minute).UnixMilli())
 	add("only in Redis, past its deadline", m.ReservationID, reconcile.UnsentPastDeadline)
+	m, oid = r.order(t)
+	if _, err := r.pool.Exec(ctx, `UPDATE orders SET expires_at = now() - interval '1 minute' WHERE order_id = $1`, oid); err != nil {
+		t.Fatal(err)
+	}
+	add("open order past its payment deadline, no saga", m.ReservationID, reconcile.LostSaga)
 	// Everything older than the 1 ms watermark, as after a quiet while.
 	if _, err := r.pool.Exec(ctx, `UPDATE inventory_reservation SET updated_at = now() - interval '1 minute' WHERE activity_id = $1`, r.k.ActivityID); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ var anomalyInvariant = map[string]string{
 	reconcile.ReleaseMissing:     "I5", // a cancelled order's unit not released
 	reconcile.PaidButCompensated: "I1", // a sold unit back on sale in Redis
 	reconcile.CompensatedDiffers: "I4",
+	reconcile.LostSaga:           "I6", // an open order nothing will cancel
 }
 
 // facts are the report's statuses in the words of reconciliation's rules.

@@ -51,7 +51,11 @@ func judge(rep Report, now time.Time, watermark time.Duration) Verdict {
 			v.Action, v.Command = action, cmd
 		}
 	}
-	for _, fd := range reconcile.Check(facts(rep), now.Add(-watermark)) {
+	found := reconcile.Check(facts(rep), now.Add(-watermark))
+	if fd, ok := reconcile.CheckOpenOrder(st.Order, orderExpiry(rep), rep.Saga.Running(), now.Add(-watermark)); ok {
+		found = append(found, fd)
+	}
+	for _, fd := range found {
 		v.Problems = append(v.Problems, Problem{Invariant: anomalyInvariant[fd.Type], Anomaly: fd.Type, Detail: fd.Detail})
 		if v.Action == "" {
 			v.Action, v.Command = reconcileAction(rep, fd)
@@ -118,8 +122,7 @@ func openPastDeadline(rep Report, now time.Time, add func(string, string, ...any
 		add("I6", "order %s is past its payment deadline and its saga is still waiting", o)
 		return "force-cancel-unpaid", repairCommand(rep, "force-cancel-unpaid")
 	}
-	add("I6", "order %s is past its payment deadline and no saga runs for it (LOST_SAGA)", o)
-	return "reconcile (LOST_SAGA resumes the saga)", reconcileRun(rep)
+	return "", "" // no saga runs: reconciliation's LOST_SAGA (reconcile.CheckOpenOrder, in judge)
 }
 
 func unrefundedPayment(rep Report, _ time.Time, add func(string, string, ...any)) (string, string) {

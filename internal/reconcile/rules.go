@@ -101,6 +101,18 @@ func Check(f Facts, watermark time.Time) []Finding {
 	return out
 }
 
+// CheckOpenOrder is the rule of lost sagas: an open order (CREATED, PAYING,
+// CANCEL_PENDING) whose payment deadline passed before watermark, its saga
+// not running. One whose saga runs is not an anomaly to repair (the saga is
+// on it; reconciliation reports it LEFT).
+func CheckOpenOrder(order state.Order, expires time.Time, sagaRunning bool, watermark time.Time) (Finding, bool) {
+	if order != state.OrderCreated && order != state.OrderPaying && order != state.OrderCancelPending || !expires.Before(watermark) || sagaRunning {
+		return Finding{}, false
+	}
+	return Finding{Type: LostSaga, Target: string(state.OrderCancelled),
+		Detail: "order " + string(order) + " past its payment deadline and no saga runs for it: the saga is resumed from PostgreSQL"}, true
+}
+
 func orGone(s state.Reservation) string {
 	if s == "" {
 		return "ABSENT"
