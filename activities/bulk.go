@@ -15,6 +15,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 
+	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/repairs"
 )
 
@@ -25,14 +27,21 @@ import (
 type BulkRepair struct {
 	pool *pgxpool.Pool
 	tc   client.Client
+	// resume sends a repair to a saga, starting it again from PostgreSQL
+	// when it does not run (workflows.RepairSaga).
+	resume ResumeRepair
 }
 
-// NewBulkRepair returns the activities; both arguments are required.
-func NewBulkRepair(pool *pgxpool.Pool, tc client.Client) (*BulkRepair, error) {
-	if pool == nil || tc == nil {
-		return nil, errors.New("activities: bulk repair needs a pool and a Temporal client")
+// ResumeRepair sends req to m's saga, starting it again from PostgreSQL when
+// it does not run (workflows.RepairSaga; activities cannot import workflows).
+type ResumeRepair func(ctx context.Context, m events.OrderCreateRequested, req RepairRequest) error
+
+// NewBulkRepair returns the activities; every argument is required.
+func NewBulkRepair(pool *pgxpool.Pool, tc client.Client, resume ResumeRepair) (*BulkRepair, error) {
+	if pool == nil || tc == nil || resume == nil {
+		return nil, errors.New("activities: bulk repair needs a pool, a Temporal client and a way to resume sagas")
 	}
-	return &BulkRepair{pool: pool, tc: tc}, nil
+	return &BulkRepair{pool: pool, tc: tc, resume: resume}, nil
 }
 
 // ListPage is one page of the sagas a query lists.
@@ -59,6 +68,43 @@ func (b *BulkRepair) ListSagas(ctx context.Context, query string, page []byte) (
 		if id := e.GetExecution().GetWorkflowId(); strings.HasPrefix(id, reservationPrefix) {
 			out.WorkflowIDs = append(out.WorkflowIDs, id)
 		}
+	}
+	return out, nil
+}
+
+// manualReviewPage bounds one page of ListManualReview.
+const manualReviewPage = 200
+
+// ListManualReview lists one page of the reservations of activityID that
+// PostgreSQL holds in MANUAL_REVIEW and no operator marked resolved,
+// whatever their saga does (running, closed, never started), as saga workflow IDs, in reservation id order
+// after page (the last id of the previous page; empty: from the start).
+func (b *BulkRepair) ListManualReview(ctx context.Context, activityID int64, page []byte) (ListPage, error) {
+	after := uuid.Nil
+	if len(page) > 0 {
+		var err error
+		if after, err = uuid.FromBytes(page); err != nil {
+			return ListPage{}, fmt.Errorf("list manual review: bad page token: %w", err)
+		}
+	}
+	rows, err := b.pool.Query(ctx, `SELECT reservation_id FROM inventory_reservation
+		WHERE activity_id = $1 AND status = 'MANUAL_REVIEW' AND reservation_id > $2
+		  AND NOT EXISTS (SELECT 1 FROM repair_task t WHERE t.object_id = reservation_id::text
+		                  AND t.rule_name = 'MANUAL:mark-resolved' AND t.status = 'APPLIED')
+		ORDER BY reservation_id LIMIT $3`, activityID, after, manualReviewPage)
+	if err != nil {
+		return ListPage{}, fmt.Errorf("list manual review of %d: %w", activityID, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return ListPage{}, fmt.Errorf("list manual review of %d: %w", activityID, err)
+	}
+	var out ListPage
+	for _, id := range ids {
+		out.WorkflowIDs = append(out.WorkflowIDs, reservationPrefix+id.String())
+	}
+	if len(ids) == manualReviewPage {
+		out.NextPage = ids[len(ids)-1][:]
 	}
 	return out, nil
 }
@@ -119,6 +165,9 @@ type BulkBatch struct {
 	Reason         string
 	DryRun         bool
 	PerSecond      float64 // signals a second at most
+	// Resume: each saga that does not run is started again from PostgreSQL
+	// with the repair as its first signal, instead of skipped.
+	Resume bool `json:",omitempty"`
 }
 
 // RepairBatch checks each saga's repair against PostgreSQL and (unless a
@@ -165,7 +214,11 @@ func (b *BulkRepair) repairOne(ctx context.Context, in BulkBatch, id string) (Bu
 		it.Outcome = BulkWouldApply
 		return it, nil
 	}
-	sent, err := b.SignalRepair(ctx, id, RepairRequest{Action: in.Action, RepairID: in.RepairIDPrefix + id, Operator: in.Operator, Reason: in.Reason})
+	req := RepairRequest{Action: in.Action, RepairID: in.RepairIDPrefix + id, Operator: in.Operator, Reason: in.Reason}
+	if in.Resume {
+		return b.resumeOne(ctx, it, req)
+	}
+	sent, err := b.SignalRepair(ctx, id, req)
 	if err != nil {
 		return it, err
 	}
@@ -173,5 +226,24 @@ func (b *BulkRepair) repairOne(ctx context.Context, in BulkBatch, id string) (Bu
 	if !sent {
 		it.Outcome, it.Reason = BulkSkipped, "the saga is not running any more"
 	}
+	return it, nil
+}
+
+// resumeOne sends req to the saga of it, starting it again from PostgreSQL
+// if it does not run.
+func (b *BulkRepair) resumeOne(ctx context.Context, it BulkItem, req RepairRequest) (BulkItem, error) {
+	rid, err := uuid.Parse(strings.TrimPrefix(it.WorkflowID, reservationPrefix))
+	if err != nil {
+		it.Outcome, it.Reason = BulkRefused, "not a reservation saga: "+it.WorkflowID
+		return it, nil
+	}
+	m, err := inventory.Message(ctx, b.pool, rid)
+	if err != nil {
+		return it, err
+	}
+	if err := b.resume(ctx, m, req); err != nil {
+		return it, err
+	}
+	it.Outcome = BulkApplied
 	return it, nil
 }

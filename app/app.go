@@ -273,7 +273,7 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, names []st
 }
 
 // Explainer builds `seckill explain` on conns; with conns.Temporal the saga
-// is described too.
+// is described too. Its verdict judges with reconciliation's rules and watermark.
 func Explainer(cfg config.Config, conns *Conns) (*explain.Explainer, error) {
 	var sagas explain.Sagas
 	if conns.Temporal != nil {
@@ -283,12 +283,18 @@ func Explainer(cfg config.Config, conns *Conns) (*explain.Explainer, error) {
 		}
 		sagas = c
 	}
-	return explain.New(conns.Pool, conns.Redis, sagas)
+	ex, err := explain.New(conns.Pool, conns.Redis, sagas)
+	if err != nil {
+		return nil, err
+	}
+	ex.SetWatermark(cfg.ReconcileWatermark) // judge as reconciliation does
+	return ex, nil
 }
 
 // StartBulkRepair starts BulkRepairWorkflow for in (ValidateBulkRepair
 // first): the query is narrowed to running reservation sagas and checked by
-// Temporal, the workflow ID and the repair_ids derive from the query, action,
+// Temporal (with ManualReviewOf, PostgreSQL lists the reservations instead),
+// the workflow ID and the repair_ids derive from the query (or sale), action,
 // operator and reason, so the same bulk repair started again attaches to
 // the running one or, once it is done, signals the same repair_ids (which
 // the sagas record once). A dry run gets an ID of its own.
@@ -296,11 +302,17 @@ func StartBulkRepair(ctx context.Context, tc client.Client, taskQueue string, in
 	if err := workflows.ValidateBulkRepair(in); err != nil {
 		return nil, err
 	}
-	in.Query = fmt.Sprintf(`(%s) AND WorkflowType = "ReservationSaga" AND ExecutionStatus = "Running"`, in.Query)
-	if _, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: in.Query}); err != nil {
-		return nil, fmt.Errorf("--query: Temporal refuses it: %w", err)
+	if in.ManualReviewOf == 0 {
+		in.Query = fmt.Sprintf(`(%s) AND WorkflowType = "ReservationSaga" AND ExecutionStatus = "Running"`, in.Query)
+		if _, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: in.Query}); err != nil {
+			return nil, fmt.Errorf("--query: Temporal refuses it: %w", err)
+		}
 	}
-	key := sha256.Sum256([]byte(strings.Join([]string{in.Query, in.Action, in.Operator, in.Reason}, "\x00")))
+	parts := []string{in.Query, in.Action, in.Operator, in.Reason}
+	if in.ManualReviewOf != 0 { // the ids of query-based bulk repairs stay as they were
+		parts = append(parts, fmt.Sprintf("manual-review-of:%d", in.ManualReviewOf))
+	}
+	key := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	id := workflows.BulkRepairWorkflowIDPrefix + hex.EncodeToString(key[:8])
 	in.RepairIDPrefix = "bulk-" + hex.EncodeToString(key[:6]) + "-"
 	if in.DryRun {

@@ -143,7 +143,7 @@ func TestTemporalUIListsStuckSaga(t *testing.T) {
 	}
 
 	// `seckill explain` tells the same story from the outside: the saga as
-	// Temporal describes it, and a verdict with the repair signal to send.
+	// Temporal describes it, and a verdict with the repair command to run.
 	ex, err := app.Explainer(cfg, conns)
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestTemporalUIListsStuckSaga(t *testing.T) {
 	if rep.Saga == nil || rep.Saga.Status != "RUNNING" || rep.Saga.RunID != run.GetRunID() || rep.Saga.Step != md.GetCurrentDetails() {
 		t.Fatalf("explain's saga = %+v (error %q), want RUNNING run %s at %q", rep.Saga, rep.SagaError, run.GetRunID(), md.GetCurrentDetails())
 	}
-	if v := rep.Verdict; v.Consistent || !strings.Contains(v.Command, "temporal workflow signal --workflow-id "+wfID+" --name repair") {
+	if v := rep.Verdict; v.Consistent || !strings.Contains(v.Command, "seckill repair apply "+m.ReservationID.String()+" --action ") {
 		t.Fatalf("explain's verdict on a MANUAL_REVIEW saga = %+v, want the repair signal", v)
 	}
 

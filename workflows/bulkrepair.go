@@ -14,12 +14,18 @@ import (
 )
 
 // BulkRepairInput is one bulk repair: the same repair for every running
-// saga a visibility query lists.
+// saga a visibility query lists, or for every reservation of a sale that
+// PostgreSQL holds in MANUAL_REVIEW (ManualReviewOf).
 type BulkRepairInput struct {
-	Query    string
-	Action   string
-	Operator string
-	Reason   string
+	Query string
+	// ManualReviewOf, instead of Query: every reservation of this sale in
+	// MANUAL_REVIEW in PostgreSQL, whatever its saga does. A saga that does
+	// not run (terminated, failed, never started) is started again from
+	// PostgreSQL with the repair as its first signal (RepairSaga).
+	ManualReviewOf int64 `json:",omitempty"`
+	Action         string
+	Operator       string
+	Reason         string
 	// RepairIDPrefix makes each saga's repair_id (prefix + workflow ID):
 	// the same bulk repair run again signals the same ids, which the sagas
 	// record once.
@@ -59,8 +65,12 @@ const (
 // error names the flag and what it wants.
 func ValidateBulkRepair(in BulkRepairInput) error {
 	switch {
-	case strings.TrimSpace(in.Query) == "":
-		return errors.New("--query is required: the Temporal visibility query of the sagas to repair")
+	case strings.TrimSpace(in.Query) == "" && in.ManualReviewOf == 0:
+		return errors.New("--query or --manual-review-of is required: the Temporal visibility query of the running sagas to repair, or the sale whose MANUAL_REVIEW reservations to repair")
+	case strings.TrimSpace(in.Query) != "" && in.ManualReviewOf != 0:
+		return errors.New("--query and --manual-review-of exclude each other: --manual-review-of lists every MANUAL_REVIEW reservation of the sale, running saga or not")
+	case in.ManualReviewOf < 0:
+		return fmt.Errorf("--manual-review-of %d: want a sale's activity id", in.ManualReviewOf)
 	case !slices.Contains(activities.RepairActions, in.Action):
 		return fmt.Errorf("--action %q: want one of %s", in.Action, strings.Join(activities.RepairActions, ", "))
 	case strings.TrimSpace(in.Operator) == "" || len(in.Operator) > 128:
@@ -100,7 +110,11 @@ func BulkRepairWorkflow(ctx workflow.Context, in BulkRepairInput) (BulkRepairRep
 	var page []byte
 	for rep.Listed < in.Limit {
 		var p activities.ListPage
-		if err := workflow.ExecuteActivity(listCtx, bulkAct.ListSagas, in.Query, page).Get(ctx, &p); err != nil {
+		list := workflow.ExecuteActivity(listCtx, bulkAct.ListSagas, in.Query, page)
+		if in.ManualReviewOf != 0 { // chosen by the input: runs without it replay as they ran
+			list = workflow.ExecuteActivity(listCtx, bulkAct.ListManualReview, in.ManualReviewOf, page)
+		}
+		if err := list.Get(ctx, &p); err != nil {
 			return rep, err
 		}
 		ids := p.WorkflowIDs
@@ -111,7 +125,7 @@ func BulkRepairWorkflow(ctx workflow.Context, in BulkRepairInput) (BulkRepairRep
 		var items []activities.BulkItem
 		if err := workflow.ExecuteActivity(batchCtx, bulkAct.RepairBatch, activities.BulkBatch{WorkflowIDs: ids, Action: in.Action,
 			RepairIDPrefix: in.RepairIDPrefix, Operator: in.Operator, Reason: in.Reason, DryRun: in.DryRun,
-			PerSecond: in.PerSecond}).Get(ctx, &items); err != nil {
+			PerSecond: in.PerSecond, Resume: in.ManualReviewOf != 0}).Get(ctx, &items); err != nil {
 			return rep, err
 		}
 		for _, it := range items {

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
 )
 
@@ -93,6 +94,27 @@ func startOnce(ctx context.Context, tc Starter, o client.StartWorkflowOptions, w
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
 		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// SignalWithStarter is the part of the Temporal client that signals a
+// workflow, starting it first when it does not run.
+type SignalWithStarter interface {
+	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
+		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
+}
+
+// RepairSaga sends req to the reservation's saga as its repair signal. A
+// saga that is not running (terminated, failed, completed, or never
+// started) is started again with SagaInput.Resume and the repair as its
+// first signal: it reads the reservation from PostgreSQL and, for one in
+// MANUAL_REVIEW, waits for a repair, which it then takes (signal-with-start,
+// ResumeStartOptions). m comes from PostgreSQL (inventory.Message).
+func RepairSaga(ctx context.Context, tc SignalWithStarter, taskQueue string, m events.OrderCreateRequested, req activities.RepairRequest) error {
+	if _, err := tc.SignalWithStartWorkflow(ctx, ReservationWorkflowID(m.ReservationID.String()), SignalRepair, req,
+		ResumeStartOptions(taskQueue, m), ReservationSaga, SagaInput{Message: m, Resume: true, LocalForward: true}); err != nil {
+		return fmt.Errorf("repair saga of %s: %w", m.ReservationID, err)
 	}
 	return nil
 }

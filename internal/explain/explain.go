@@ -104,6 +104,10 @@ type Statuses struct {
 	Redis       string               `json:"redis"` // the Redis hash's status, ABSENT when gone
 	// Resolved: an operator attested the case settled (mark-resolved applied).
 	Resolved bool `json:"resolved_manually,omitempty"`
+	// Changed and Deadline are the PostgreSQL reservation's updated_at and
+	// business deadline (zero without a row): what reconciliation's rules read.
+	Changed  time.Time `json:"reservation_changed_at,omitzero"`
+	Deadline time.Time `json:"business_deadline,omitzero"`
 }
 
 // Absent is the status of a row or key that does not exist.
@@ -115,7 +119,15 @@ type Explainer struct {
 	rdb   redis.Cmdable
 	sagas Sagas
 	now   func() time.Time
+	// watermark is reconciliation's (SECKILL_RECONCILE_WATERMARK): the
+	// verdict judges by reconciliation's rules what reconciliation would
+	// judge now.
+	watermark time.Duration
 }
+
+// SetWatermark makes the verdict judge as a reconciliation run with this
+// watermark would (0, the default: as if everything were settled).
+func (e *Explainer) SetWatermark(d time.Duration) { e.watermark = max(d, 0) }
 
 // New returns an Explainer; sagas may be nil (Temporal is then not asked).
 func New(pool *pgxpool.Pool, rdb redis.Cmdable, sagas Sagas) (*Explainer, error) {
@@ -147,7 +159,7 @@ func (e *Explainer) Explain(ctx context.Context, id uuid.UUID) (Report, error) {
 		}
 	}
 	sortTimeline(rep.Timeline)
-	rep.Verdict = judge(rep, e.now())
+	rep.Verdict = judge(rep, e.now(), e.watermark)
 	return rep, nil
 }
 

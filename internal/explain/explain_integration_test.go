@@ -255,7 +255,7 @@ func TestExplainCompensatedLateManualAndResolved(t *testing.T) {
 	}
 	manual := r.explain(t, lost.ReservationID)
 	wantProblem(t, manual, "I4", "mark-resolved")
-	if !strings.Contains(manual.Verdict.Command, "temporal workflow signal --workflow-id reservation-"+lost.ReservationID.String()+" --name repair") {
+	if !strings.Contains(manual.Verdict.Command, "seckill repair apply "+lost.ReservationID.String()+" --action mark-resolved") {
 		t.Errorf("command %q", manual.Verdict.Command)
 	}
 

@@ -60,10 +60,12 @@ func (e *Explainer) readPostgres(ctx context.Context, rep *Report) error {
 	var expired *bool
 	var task *state.Compensation
 	err := e.pool.QueryRow(ctx, `
-		SELECT r.status, r.reason_code, o.order_id, o.status, o.expires_at < clock_timestamp(), t.status
+		SELECT r.status, r.reason_code, o.order_id, o.status, o.expires_at < clock_timestamp(), t.status,
+			r.updated_at, r.business_deadline
 		FROM inventory_reservation r LEFT JOIN orders o ON o.reservation_id = r.reservation_id
 		LEFT JOIN compensation_task t ON t.reservation_id = r.reservation_id
-		WHERE r.reservation_id = $1`, rep.ReservationID).Scan(&st.Reservation, &reason, &orderID, &orderStatus, &expired, &task)
+		WHERE r.reservation_id = $1`, rep.ReservationID).Scan(&st.Reservation, &reason, &orderID, &orderStatus, &expired, &task,
+		&st.Changed, &st.Deadline)
 	if err != nil && err != pgx.ErrNoRows {
 		return fmt.Errorf("explain %s: read reservation: %w", rep.ReservationID, err)
 	}

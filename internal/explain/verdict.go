@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/state"
 )
 
@@ -25,6 +26,9 @@ type Verdict struct {
 type Problem struct {
 	Invariant string `json:"invariant"`
 	Detail    string `json:"detail"`
+	// Anomaly is reconciliation's name for it, when its rules found it
+	// (internal/reconcile.Check): `seckill reconcile run` reports the same.
+	Anomaly string `json:"anomaly,omitempty"`
 }
 
 // stuckAttempt is the attempt from which a pending activity counts as stuck
@@ -36,7 +40,7 @@ const stuckAttempt = 10
 const openGrace = 2 * time.Minute
 
 // judge decides the verdict from the report.
-func judge(rep Report, now time.Time) Verdict {
+func judge(rep Report, now time.Time, watermark time.Duration) Verdict {
 	v := Verdict{}
 	st := rep.Status
 	add := func(inv, format string, a ...any) {
@@ -45,6 +49,16 @@ func judge(rep Report, now time.Time) Verdict {
 	for _, rule := range rules {
 		if action, cmd := rule(rep, now, add); action != "" && v.Action == "" {
 			v.Action, v.Command = action, cmd
+		}
+	}
+	found := reconcile.Check(facts(rep), now.Add(-watermark))
+	if fd, ok := reconcile.CheckOpenOrder(st.Order, orderExpiry(rep), rep.Saga.Running(), now.Add(-watermark)); ok {
+		found = append(found, fd)
+	}
+	for _, fd := range found {
+		v.Problems = append(v.Problems, Problem{Invariant: anomalyInvariant[fd.Type], Anomaly: fd.Type, Detail: fd.Detail})
+		if v.Action == "" {
+			v.Action, v.Command = reconcileAction(rep, fd)
 		}
 	}
 	if s := rep.Saga; s != nil {
@@ -57,6 +71,10 @@ func judge(rep Report, now time.Time) Verdict {
 	v.Consistent = len(v.Problems) == 0
 	if v.Consistent {
 		v.Note = note(st, rep.Saga)
+		if later := reconcile.Check(facts(rep), now); len(later) > 0 {
+			v.Note += fmt.Sprintf("; changed less than reconciliation's watermark (%s) ago: reconciliation leaves it until then, "+
+				"and would find %s if it stays so", watermark, later[0].Type)
+		}
 	}
 	return v
 }
@@ -64,11 +82,15 @@ func judge(rep Report, now time.Time) Verdict {
 // rules are the checks of one purchase; each may add problems and return
 // the action and command that repair the first it finds.
 var rules = []func(Report, time.Time, func(inv, format string, a ...any)) (action, command string){
-	manualReview, openPastDeadline, unrefundedPayment, projection, compensation, onlyInRedis,
+	manualReview, openPastDeadline, unrefundedPayment,
 }
 
-func signal(rep Report, action string) string {
-	return fmt.Sprintf(`temporal workflow signal --workflow-id reservation-%s --name repair --input '{"action":"%s","repair_id":"<ticket>-%s","operator":"<you>","reason":"<why, with the evidence>"}'`,
+// repairCommand is the operator repair through the reservation's saga:
+// `seckill repair apply` signals a running saga and starts a closed (or
+// never started) one again from PostgreSQL with the repair as its first
+// signal, so it works whatever the saga does.
+func repairCommand(rep Report, action string) string {
+	return fmt.Sprintf(`seckill repair apply %s --action %s --repair-id <ticket>-%s --operator <you> --reason '<why, with the evidence>'`,
 		rep.ReservationID, action, rep.ReservationID)
 }
 
@@ -82,9 +104,9 @@ func manualReview(rep Report, _ time.Time, add func(string, string, ...any)) (st
 	}
 	add("I4", "reservation is MANUAL_REVIEW (%s): automation stopped, a person decides", rep.Status.Reason)
 	if rep.Status.Compensation == state.CompensationManual && rep.Status.Redis == string(state.ReservationReserved) {
-		return "retry-compensation", signal(rep, "retry-compensation")
+		return "retry-compensation", repairCommand(rep, "retry-compensation")
 	}
-	return "mark-resolved", signal(rep, "mark-resolved")
+	return "mark-resolved", repairCommand(rep, "mark-resolved")
 }
 
 func openPastDeadline(rep Report, now time.Time, add func(string, string, ...any)) (string, string) {
@@ -98,10 +120,9 @@ func openPastDeadline(rep Report, now time.Time, add func(string, string, ...any
 	}
 	if rep.Saga.Running() {
 		add("I6", "order %s is past its payment deadline and its saga is still waiting", o)
-		return "force-cancel-unpaid", signal(rep, "force-cancel-unpaid")
+		return "force-cancel-unpaid", repairCommand(rep, "force-cancel-unpaid")
 	}
-	add("I6", "order %s is past its payment deadline and no saga runs for it (LOST_SAGA)", o)
-	return "reconcile (LOST_SAGA resumes the saga)", reconcileRun(rep)
+	return "", "" // no saga runs: reconciliation's LOST_SAGA (reconcile.CheckOpenOrder, in judge)
 }
 
 func unrefundedPayment(rep Report, _ time.Time, add func(string, string, ...any)) (string, string) {
@@ -119,45 +140,6 @@ func unrefundedPayment(rep Report, _ time.Time, add func(string, string, ...any)
 	}
 	add("I5", "%d payment(s) of a %s order owed back and no refund task records it", kept, o)
 	return "reconcile (PAYMENT_ON_CANCELLED owes the refund)", reconcileRun(rep)
-}
-
-func projection(rep Report, _ time.Time, add func(string, string, ...any)) (string, string) {
-	r := rep.Status.Redis
-	if rep.Status.Reservation != state.ReservationOrderCreated && rep.Status.Reservation != state.ReservationCancelled {
-		return "", ""
-	}
-	if r == string(state.ReservationReserved) {
-		add("I7", "PostgreSQL says %s, Redis still says RESERVED (the projection did not run)", rep.Status.Reservation)
-		if rep.Saga.Running() && rep.Status.Reservation == state.ReservationOrderCreated {
-			return "rebuild-projection", signal(rep, "rebuild-projection")
-		}
-		return "reconcile (the projection is rebuilt from PostgreSQL)", reconcileRun(rep)
-	}
-	return "", ""
-}
-
-func compensation(rep Report, _ time.Time, add func(string, string, ...any)) (string, string) {
-	s := rep.Status.Reservation
-	if s != state.ReservationOrderRejected && s != state.ReservationCompensating {
-		return "", ""
-	}
-	if rep.Saga.Running() {
-		return "", "" // the saga compensates next
-	}
-	add("I4", "reservation is %s and no saga runs to give its unit back", s)
-	return "reconcile (the reconciler runs the standard compensation)", reconcileRun(rep)
-}
-
-func onlyInRedis(rep Report, now time.Time, add func(string, string, ...any)) (string, string) {
-	if rep.Status.Reservation != Absent || rep.Status.Redis != string(state.ReservationReserved) {
-		return "", ""
-	}
-	deadline := redisDeadline(rep)
-	if deadline.IsZero() || now.Before(deadline) {
-		return "", "" // its message is on its way
-	}
-	add("I3", "admitted in Redis, never reached PostgreSQL, past its deadline (%s)", deadline.Format(time.RFC3339))
-	return "reconcile (UNSENT_PAST_DEADLINE rejects it durably and gives the unit back)", reconcileRun(rep)
 }
 
 func orderExpiry(rep Report) time.Time {

@@ -54,7 +54,34 @@ type ReleaseInput struct {
 
 // ReleaseRedis gives a cancelled order's unit back to Redis stock once
 // (lua/release.lua). Only after PostgreSQL durably cancelled the order.
+//
+// A Redis reservation still RESERVED lost its order_created.lua write: its
+// unit is still open_reserved and it is still in send_due. The order is
+// projected first (the standard move RESERVED → ORDER_CREATED, open_reserved →
+// committed, out of send_due), then released (ORDER_CREATED → CANCELLED,
+// committed → available): both scripts are idempotent and the release marker
+// keeps the unit's return at most once.
 func (s *Store) ReleaseRedis(ctx context.Context, in ReleaseInput) (ProjectionResult, error) {
+	res, err := s.release(ctx, in)
+	if err != nil || res.Code != int64(lua.ReleaseInvalidStatus) || res.Text != releaseStillReserved {
+		return res, err
+	}
+	p, err := s.ProjectOrderCreated(ctx, ProjectionInput(in))
+	if err != nil {
+		return ProjectionResult{}, err
+	}
+	if p.Code < 0 {
+		return ProjectionResult{Code: p.Code, Text: "projection before release: " + p.Text}, nil
+	}
+	s.log.InfoContext(ctx, "release.projected_first", "reservation_id", in.ReservationID, "order_id", in.OrderID, "result", p.Text)
+	return s.release(ctx, in)
+}
+
+// releaseStillReserved is release.lua's answer for a reservation whose
+// projection never ran.
+const releaseStillReserved = "INVALID_STATUS:RESERVED"
+
+func (s *Store) release(ctx context.Context, in ReleaseInput) (ProjectionResult, error) {
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID, Bucket: in.Bucket}
 	rid := in.ReservationID.String()
 	reply, err := lua.Release(ctx, s.rdb, k, lua.ReleaseArgs{ReservationID: rid, ReleaseID: "RELEASE:" + in.OrderID.String(),
@@ -63,7 +90,7 @@ func (s *Store) ReleaseRedis(ctx context.Context, in ReleaseInput) (ProjectionRe
 		return ProjectionResult{}, err
 	}
 	res := ProjectionResult{Code: int64(reply.Code), Text: reply.Text}
-	if res.Code < 0 {
+	if res.Code < 0 && res.Text != releaseStillReserved {
 		s.log.ErrorContext(ctx, "release.redis_not_applied", "reservation_id", rid, "order_id", in.OrderID, "lua_code", res.Code, "result", res.Text)
 	}
 	return res, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seckill/seckill/internal/inventory"
+	"github.com/seckill/seckill/state"
 )
 
 // lostSagaBatch bounds the open orders one run looks at.
@@ -57,7 +58,7 @@ func (r *Reconciler) orders(ctx context.Context, rep *Report, activityID int64) 
 			r.log.Warn("reconcile.saga_check_failed", "reservation_id", o.rid, "error", err)
 			continue // Temporal unreachable: the next run looks again
 		}
-		if running {
+		if _, lost := CheckOpenOrder(state.Order(o.status), o.expires, running, rep.Watermark); !lost {
 			// Its saga is on it (perhaps retrying an activity: the activity
 			// attempt alerts cover that); nothing to repair here.
 			rep.Anomalies = append(rep.Anomalies, Anomaly{Type: LostSaga, Object: obj, Action: ActionLeft,

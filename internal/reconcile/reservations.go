@@ -21,6 +21,7 @@ type resRow struct {
 	orderID  *uuid.UUID
 	order    *state.Order
 	deadline time.Time
+	changed  time.Time
 	k        lua.Keys // the reservation's bucket
 }
 
@@ -28,7 +29,7 @@ type resRow struct {
 // watermark, each with its bucket's keys.
 func (r *Reconciler) listReservations(ctx context.Context, sku lua.SKU, rep *Report) ([]resRow, error) {
 	rows, err := r.pool.Query(ctx, `
-		SELECT r.reservation_id, r.status, r.version, r.order_id, o.status, r.business_deadline, r.user_id
+		SELECT r.reservation_id, r.status, r.version, r.order_id, o.status, r.business_deadline, r.updated_at, r.user_id
 		FROM inventory_reservation r LEFT JOIN orders o ON o.order_id = r.order_id
 		WHERE r.activity_id = $1 AND r.sku_id = $2 AND r.updated_at < $3
 		  AND r.status IN ('RESERVED', 'ORDER_CREATED', 'ORDER_REJECTED', 'COMPENSATING', 'COMPENSATED', 'CANCELLED')`,
@@ -40,7 +41,7 @@ func (r *Reconciler) listReservations(ctx context.Context, sku lua.SKU, rep *Rep
 	for rows.Next() {
 		var x resRow
 		var userID int64
-		if err := rows.Scan(&x.id, &x.status, &x.version, &x.orderID, &x.order, &x.deadline, &userID); err != nil {
+		if err := rows.Scan(&x.id, &x.status, &x.version, &x.orderID, &x.order, &x.deadline, &x.changed, &userID); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -70,51 +71,51 @@ func (r *Reconciler) reservations(ctx context.Context, sku lua.SKU, rep *Report)
 	for i, x := range list {
 		s, _ := cmds[i].Val()[0].(string)
 		redisStatus := state.Reservation(s)
+		fd, found := CheckStored(x.facts(redisStatus), rep.Watermark)
+		if !found {
+			continue
+		}
 		obj := "reservation:" + x.id.String()
 		ev := map[string]any{"pg_status": x.status, "redis_status": redisStatus, "version": x.version}
-		switch x.status {
-		case state.ReservationOrderCreated:
-			if x.order != nil && *x.order == state.OrderPaid && redisStatus == state.ReservationCompensated {
-				r.manual(ctx, rep, PaidButCompensated, obj, x.version, "order PAID in PostgreSQL, reservation COMPENSATED in Redis: freeze and decide by hand", ev)
-				continue
-			}
-			if redisStatus == "" || redisStatus == state.ReservationReserved {
-				r.auto(ctx, rep, ProjectionBehind, obj, x.version, "ORDER_CREATED", ev, func() (string, error) {
-					return r.rebuildProjection(ctx, x.k, x, redisStatus)
-				})
-			}
-		case state.ReservationOrderRejected, state.ReservationCompensating:
-			r.auto(ctx, rep, CompensationStall, obj, x.version, "COMPENSATED", ev, func() (string, error) {
-				c, err := r.stores.Inventory.Compensate(ctx, inventory.CompensateInput{ReservationID: x.id, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket}, leaseOwner())
-				return c.Status + " " + c.Reason, err
-			})
-		case state.ReservationCancelled:
-			// Cancelled in PostgreSQL (unit released there) but still holding
-			// the unit in Redis: the saga stopped before its release.
-			if redisStatus == state.ReservationOrderCreated && x.orderID != nil {
-				r.auto(ctx, rep, ReleaseMissing, obj, x.version, "CANCELLED", ev, func() (string, error) {
-					p, err := r.stores.Inventory.ReleaseRedis(ctx, inventory.ReleaseInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket})
-					return fmt.Sprintf("release.lua %d %s", p.Code, p.Text), err
-				})
-			}
-		case state.ReservationCompensated:
-			if redisStatus != "" && redisStatus != state.ReservationCompensated {
-				r.manual(ctx, rep, CompensatedDiffers, obj, x.version, "COMPENSATED in PostgreSQL, "+string(redisStatus)+" in Redis", ev)
-			}
-		case state.ReservationReserved:
-			if x.deadline.Before(rep.Watermark) {
-				r.auto(ctx, rep, DeadlinePassed, obj, x.version, "ORDER_REJECTED", ev, func() (string, error) {
-					st, err := r.stores.Inventory.RejectOverdue(ctx, inventory.RejectInput{ReservationID: x.id, Grace: r.watermark})
-					if err != nil || st != state.ReservationOrderRejected {
-						return string(st), err
-					}
-					c, err := r.stores.Inventory.Compensate(ctx, inventory.CompensateInput{ReservationID: x.id, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket}, leaseOwner())
-					return "ORDER_REJECTED then " + c.Status + " " + c.Reason, err
-				})
-			}
+		if fd.Manual {
+			r.manual(ctx, rep, fd.Type, obj, x.version, fd.Detail, ev)
+			continue
 		}
+		r.auto(ctx, rep, fd.Type, obj, x.version, fd.Target, ev, func() (string, error) { return r.repairStored(ctx, fd.Type, x, redisStatus) })
 	}
 	return len(list), nil
+}
+
+func (x resRow) facts(redisStatus state.Reservation) Facts {
+	f := Facts{PG: x.status, HasOrder: x.orderID != nil, Changed: x.changed, Deadline: x.deadline, Redis: redisStatus}
+	if x.order != nil {
+		f.Order = *x.order
+	}
+	return f
+}
+
+// repairStored runs the standard transition that repairs one finding of
+// CheckStored.
+func (r *Reconciler) repairStored(ctx context.Context, typ string, x resRow, redisStatus state.Reservation) (string, error) {
+	comp := inventory.CompensateInput{ReservationID: x.id, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket}
+	switch typ {
+	case ProjectionBehind:
+		return r.rebuildProjection(ctx, x.k, x, redisStatus)
+	case CompensationStall:
+		c, err := r.stores.Inventory.Compensate(ctx, comp, leaseOwner())
+		return c.Status + " " + c.Reason, err
+	case ReleaseMissing:
+		p, err := r.stores.Inventory.ReleaseRedis(ctx, inventory.ReleaseInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket})
+		return fmt.Sprintf("release.lua %d %s", p.Code, p.Text), err
+	case DeadlinePassed:
+		st, err := r.stores.Inventory.RejectOverdue(ctx, inventory.RejectInput{ReservationID: x.id, Grace: r.watermark})
+		if err != nil || st != state.ReservationOrderRejected {
+			return string(st), err
+		}
+		c, err := r.stores.Inventory.Compensate(ctx, comp, leaseOwner())
+		return "ORDER_REJECTED then " + c.Status + " " + c.Reason, err
+	}
+	return "", fmt.Errorf("no repair for %s", typ)
 }
 
 // rebuildProjection: a RESERVED Redis hash takes the standard projection

@@ -93,15 +93,16 @@ func (r *Reconciler) unsettledPage(ctx context.Context, k lua.Keys, rep *Report,
 		return len(rids), err
 	}
 	for _, id := range ids {
-		pgStatus, ok := known[id]
-		if ok && pgStatus != state.ReservationReserved {
+		pgStatus := known[id]
+		f := overdue[id]
+		fd, found := CheckUnsent(Facts{PG: pgStatus, Redis: state.Reservation(f.Status), RedisDeadline: time.UnixMilli(f.DeadlineMS)}, rep.Watermark)
+		if !found {
 			continue // PostgreSQL decided; the PostgreSQL-side loop repairs Redis
 		}
-		f := overdue[id]
 		m := f.Message()
 		ev := map[string]any{"pg_status": nonEmpty(string(pgStatus), "ABSENT"), "redis_status": f.Status, "mq_state": f.MQState,
 			"send_attempts": f.SendAttempts, "business_deadline": time.UnixMilli(f.DeadlineMS).UTC()}
-		r.auto(ctx, rep, UnsentPastDeadline, "reservation:"+id.String(), 0, "COMPENSATED", ev, func() (string, error) {
+		r.auto(ctx, rep, fd.Type, "reservation:"+id.String(), 0, fd.Target, ev, func() (string, error) {
 			st, err := r.stores.Inventory.RejectOverdue(ctx, inventory.RejectInput{ReservationID: id, Grace: r.watermark, Unseen: &m})
 			switch {
 			case err != nil:

@@ -6,12 +6,14 @@ import (
 	"fmt"
 
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/temporalx"
 	"github.com/seckill/seckill/workers"
 	"github.com/seckill/seckill/workers/sagastarter"
+	"github.com/seckill/seckill/workflows"
 )
 
 // Run runs the Temporal worker of the sagas, refunds and reconciliation
@@ -35,7 +37,9 @@ func Run(ctx context.Context, d workers.Deps) error {
 	if err != nil {
 		return err
 	}
-	bulk, err := activities.NewBulkRepair(d.Pool, d.Temporal)
+	bulk, err := activities.NewBulkRepair(d.Pool, d.Temporal, func(ctx context.Context, m events.OrderCreateRequested, req activities.RepairRequest) error {
+		return workflows.RepairSaga(ctx, d.Temporal, cfg.TemporalTaskQueue, m, req)
+	})
 	if err != nil {
 		return err
 	}
