@@ -323,6 +323,25 @@ func TestSKUStockCheck(t *testing.T) {
 	if err := bad.Check(true); err == nil || !strings.Contains(err.Error(), "SENT records") {
 		t.Fatalf("in-flight mismatch: %v", err)
 	}
+	// Live, in-flight may over-count (a transfer taken while the SKU was
+	// read), never fall below the records' or below 0.
+	over := ok
+	over.InFlight = 3
+	if err := over.Check(false); err != nil {
+		t.Fatalf("over-counted in-flight during a read: %v", err)
+	}
+	if err := over.Check(true); err == nil || !strings.Contains(err.Error(), "as read with them") {
+		t.Fatalf("over-counted in-flight at rest: %v", err)
+	}
+	under := ok
+	under.InFlightRecords = 2
+	if err := under.Check(false); err == nil || !strings.Contains(err.Error(), "less than") {
+		t.Fatalf("in-flight below the records: %v", err)
+	}
+	under.InFlight, under.InFlightRecords = -1, 0
+	if err := under.Check(false); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Fatalf("negative in-flight: %v", err)
+	}
 	bad = ok
 	bad.Buckets = []BucketStock{ok.Buckets[0], {Bucket: 1, Initial: 5, Available: 7, XferIn: 2, Committed: 1}}
 	if err := bad.Check(false); err == nil || !strings.Contains(err.Error(), "bucket 1") {

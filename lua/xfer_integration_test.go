@@ -2,6 +2,7 @@ package lua_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -152,4 +153,88 @@ func TestTransferEdges(t *testing.T) {
 		t.Fatalf("close of a missing record = %+v, %v", cl, err)
 	}
 	conserved(t, rdb, k, 0)
+}
+
+// splitRead runs the next pipeline of two or more commands one command at a
+// time and calls between after its first command: a transfer then runs
+// between the reads of two buckets, as it can on Redis Cluster, where each
+// bucket's master answers on its own.
+type splitRead struct{ between func() }
+
+func (h *splitRead) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *splitRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *splitRead) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		f := h.between
+		if f == nil || len(cmds) < 2 {
+			return next(ctx, cmds)
+		}
+		h.between = nil
+		err := next(ctx, cmds[:1])
+		f()
+		return errors.Join(err, next(ctx, cmds[1:]))
+	}
+}
+
+// A transfer from bucket 0 to bucket 1 runs after bucket 0's counters were
+// read and before bucket 1's: the read sees the units in both buckets. The
+// in-flight of such a read must not go negative (it did: "in-flight -3 is
+// negative" on the cluster, issue 22).
+func TestReadSKUStockDuringATransfer(t *testing.T) {
+	cfg := testenv.Require(t)
+	rdb, other := testenv.Redis(t, cfg), testenv.Redis(t, cfg)
+	ctx := context.Background()
+	k := testenv.BucketSale(t, other, 10, 0)
+	hook := &splitRead{}
+	rdb.AddHook(hook)
+	for _, c := range []struct {
+		name     string
+		transfer func(id string)
+	}{
+		{"taken, given and closed", func(id string) { transfer(t, other, k, id, 0, 1, 3, true, true) }},
+		{"taken and given", func(id string) { transfer(t, other, k, id, 0, 1, 3, true, false) }},
+		{"taken", func(id string) { transfer(t, other, k, id, 0, 1, 3, false, false) }},
+	} {
+		id := "torn-" + c.name
+		hook.between = func() { c.transfer(id) }
+		s, err := lua.ReadSKUStock(ctx, rdb, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hook.between != nil {
+			t.Fatalf("%s: the read ran no pipeline of two buckets", c.name)
+		}
+		if err := s.Check(false); err != nil {
+			t.Fatalf("%s: a read during the transfer: %v (%+v)", c.name, err, s)
+		}
+		// Finish it (give and close are idempotent) and read again at rest.
+		transfer(t, other, k, id, 0, 1, 3, true, true)
+		conserved(t, other, k, 0)
+	}
+	if s := conserved(t, rdb, k, 0); s.Buckets[0].Available != 1 || s.Buckets[1].Available != 9 {
+		t.Fatalf("after three transfers of 3: %+v", s.Buckets)
+	}
+}
+
+// transfer runs take (and give, and close) of k units of id from bucket
+// from to bucket to, failing t unless each step applies.
+func transfer(t *testing.T, rdb redis.Cmdable, k lua.Keys, id string, from, to int, n int64, give, closeIt bool) {
+	t.Helper()
+	ctx := context.Background()
+	if r, err := lua.XferTake(ctx, rdb, k.InBucket(from), lua.XferTakeArgs{TransferID: id, To: to, K: n, NowMS: time.Now().UnixMilli()}); err != nil ||
+		r.State == "" {
+		t.Fatalf("take %s = %+v, %v", id, r, err)
+	}
+	if give {
+		if r, err := lua.XferGive(ctx, rdb, k.InBucket(to), lua.XferGiveArgs{TransferID: id, From: from, K: n, TTL: xferTTL}); err != nil ||
+			!r.Code.Applied() {
+			t.Fatalf("give %s = %+v, %v", id, r, err)
+		}
+	}
+	if closeIt {
+		if r, err := lua.XferClose(ctx, rdb, k.InBucket(from), lua.XferCloseArgs{TransferID: id, TTL: xferTTL}); err != nil ||
+			r.State != lua.TransferDone {
+			t.Fatalf("close %s = %+v, %v", id, r, err)
+		}
+	}
 }
