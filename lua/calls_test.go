@@ -47,7 +47,8 @@ func TestRender(t *testing.T) {
 			wantArgv: []any{"tid", "1", int64(4), int64(1000)}},
 		{name: "xfer_give.lua", wantKeys: []string{"seckill:{77:3}:counter", "seckill:{77:3}:xin:tid"},
 			wantArgv: []any{"tid", "2", int64(4), int64(3600000)}},
-		{name: "xfer_close.lua", wantKeys: []string{"seckill:{77:3:2}:xfer:tid", "seckill:{77:3:2}:xfer_out"},
+		{name: "xfer_close.lua", wantKeys: []string{"seckill:{77:3:2}:xfer:tid", "seckill:{77:3:2}:xfer_out",
+			"seckill:{77:3:2}:xfer_closed"},
 			wantArgv: []any{"tid", int64(3600000)}},
 	} {
 		switch c.name {

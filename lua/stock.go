@@ -123,6 +123,21 @@ type SKUStock struct {
 	// whose target has no marker yet; Sent counts every SENT record.
 	InFlightRecords int64
 	Sent            int
+	// Pending are the SENT records whose target has no marker (Σ k is
+	// InFlightRecords).
+	Pending []Transfer
+	// Unmarked are the closed (DONE) transfers of every bucket's
+	// xfer_closed whose target has no marker: the give was applied (close
+	// runs only after it), so either the receiving bucket lost it (its
+	// master lost its last writes) or the marker expired or was deleted.
+	// Reconciliation tells the two apart (internal/reconcile, transfers.go).
+	Unmarked []Transfer
+}
+
+// Transfer is a transfer record with its giving bucket.
+type Transfer struct {
+	From int
+	TransferRecord
 }
 
 // CounterInFlight is Σ xfer_out − Σ xfer_in of Buckets (one read per
@@ -206,7 +221,8 @@ func ReadBuckets(ctx context.Context, rdb redis.Cmdable, k Keys, n int) ([]Bucke
 // one after the other:
 //
 //  1. every bucket's counters (ReadBuckets);
-//  2. every SENT record of every bucket's xfer_out, then its target's marker;
+//  2. every SENT record of every bucket's xfer_out and every DONE record of
+//     its xfer_closed, then each one's marker in its target;
 //  3. every bucket's xfer_out counter again.
 //
 // InFlight is Σ xfer_out of step 3 − Σ xfer_in of step 1. The order makes it
@@ -239,28 +255,8 @@ func ReadSKUStock(ctx context.Context, rdb redis.Cmdable, k Keys) (SKUStock, err
 		s.Committed += b.Committed
 		s.InFlight -= b.XferIn
 	}
-	for b := range n {
-		ids, err := rdb.ZRange(ctx, k.InBucket(b).TransfersOut(), 0, -1).Result()
-		if err != nil {
-			return s, err
-		}
-		for _, id := range ids {
-			rec, ok, err := ReadTransfer(ctx, rdb, k.InBucket(b), id)
-			if err != nil {
-				return s, err
-			}
-			if !ok || rec.State != TransferSent {
-				continue
-			}
-			s.Sent++
-			given, err := rdb.Exists(ctx, k.InBucket(rec.To).TransferIn(id)).Result()
-			if err != nil {
-				return s, err
-			}
-			if given == 0 {
-				s.InFlightRecords += rec.K
-			}
-		}
+	if err := s.readRecords(ctx, rdb, k, n); err != nil {
+		return s, err
 	}
 	out, err := readXferOut(ctx, rdb, k, n)
 	s.InFlight += out
@@ -290,4 +286,72 @@ func readXferOut(ctx context.Context, rdb redis.Cmdable, k Keys, n int) (int64, 
 		sum += v
 	}
 	return sum, nil
+}
+
+// readRecords reads step 2 of ReadSKUStock: every bucket's xfer_out and
+// xfer_closed ids, their records, then their targets' markers (three
+// pipelines), and counts them into s.
+func (s *SKUStock) readRecords(ctx context.Context, rdb redis.Cmdable, k Keys, n int) error {
+	lists := make([][2]*redis.StringSliceCmd, n)
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b := range n {
+			lists[b] = [2]*redis.StringSliceCmd{p.ZRange(ctx, k.InBucket(b).TransfersOut(), 0, -1),
+				p.ZRange(ctx, k.InBucket(b).TransfersClosed(), 0, -1)}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("list transfers of %s: %w", k.InBucket(0).Member(), err)
+	}
+	type found struct {
+		from   int
+		closed bool
+		id     string
+		rec    *redis.MapStringStringCmd
+		marker *redis.IntCmd
+	}
+	var all []*found
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b, l := range lists {
+			for i, c := range l {
+				for _, id := range c.Val() {
+					all = append(all, &found{from: b, closed: i == 1, id: id, rec: p.HGetAll(ctx, k.InBucket(b).Transfer(id))})
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read transfer records of %s: %w", k.InBucket(0).Member(), err)
+	}
+	recs := make([]TransferRecord, len(all))
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, f := range all {
+			if len(f.rec.Val()) == 0 { // expired, or a stray id
+				continue
+			}
+			rec, err := parseTransfer(k.InBucket(f.from), f.id, f.rec.Val())
+			if err != nil {
+				return err
+			}
+			recs[i] = rec
+			f.marker = p.Exists(ctx, k.InBucket(rec.To).TransferIn(f.id))
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read transfer markers of %s: %w", k.InBucket(0).Member(), err)
+	}
+	for i, f := range all {
+		rec := recs[i]
+		switch {
+		case f.marker == nil:
+		case !f.closed && rec.State == TransferSent:
+			s.Sent++
+			if f.marker.Val() == 0 {
+				s.InFlightRecords += rec.K
+				s.Pending = append(s.Pending, Transfer{From: f.from, TransferRecord: rec})
+			}
+		case f.closed && rec.State == TransferDone && f.marker.Val() == 0:
+			s.Unmarked = append(s.Unmarked, Transfer{From: f.from, TransferRecord: rec})
+		}
+	}
+	return nil
 }

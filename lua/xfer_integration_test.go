@@ -238,3 +238,63 @@ func transfer(t *testing.T, rdb redis.Cmdable, k lua.Keys, id string, from, to i
 		}
 	}
 }
+
+// loseGive undoes transfer id's give in bucket to, as a receiving master that
+// lost its last second of writes after the giving bucket's close committed:
+// the marker and the counters' k are gone (the give's writes are one script,
+// so a master keeps all of them or none).
+func loseGive(t *testing.T, rdb redis.Cmdable, k lua.Keys, id string, to int, n int64) {
+	t.Helper()
+	ctx := context.Background()
+	kb := k.InBucket(to)
+	if rdb.Del(ctx, kb.TransferIn(id)).Val() != 1 {
+		t.Fatalf("no marker of %s in bucket %d to lose", id, to)
+	}
+	rdb.HIncrBy(ctx, kb.Counter(), "available", -n)
+	rdb.HIncrBy(ctx, kb.Counter(), "xfer_in", -n)
+}
+
+// Close lists the transfer in xfer_closed (once), and a closed transfer
+// whose target lost its give is read as Unmarked, with its units in flight
+// by the counters and by no SENT record.
+func TestClosedTransferListedAndLostGiveUnmarked(t *testing.T) {
+	cfg := testenv.Require(t)
+	rdb := testenv.Redis(t, cfg)
+	ctx := context.Background()
+	k := testenv.BucketSale(t, rdb, 10, 0)
+	transfer(t, rdb, k, "c1", 0, 1, 3, true, true)
+	transfer(t, rdb, k, "c1", 0, 1, 3, true, true) // a repeat changes nothing
+	if z := rdb.ZRangeWithScores(ctx, k.TransfersClosed(), 0, -1).Val(); len(z) != 1 || z[0].Member != "c1" {
+		t.Fatalf("xfer_closed = %v", z)
+	}
+	if s := conserved(t, rdb, k, 0); len(s.Unmarked) != 0 {
+		t.Fatalf("unmarked with every marker there: %+v", s.Unmarked)
+	}
+	loseGive(t, rdb, k, "c1", 1, 3)
+	s, err := lua.ReadSKUStock(ctx, rdb, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Unmarked) != 1 || s.Unmarked[0].From != 0 || s.Unmarked[0].ID != "c1" || s.Unmarked[0].To != 1 ||
+		s.Unmarked[0].K != 3 || s.InFlight != 3 || s.InFlightRecords != 0 {
+		t.Fatalf("after the lost give: %+v", s)
+	}
+	if err := s.Check(false); err != nil {
+		t.Fatalf("a lost give is conserved by the counters: %v", err)
+	}
+	if err := s.Check(true); err == nil {
+		t.Fatal("a lost give passed the quiescent check")
+	}
+	// A transfer taken long before another's close is trimmed from the list.
+	old := lua.XferTakeArgs{TransferID: "c0", To: 1, K: 1, NowMS: time.Now().Add(-2 * xferTTL).UnixMilli()}
+	if r, err := lua.XferTake(ctx, rdb, k, old); err != nil || r.Code != lua.XferTaken {
+		t.Fatalf("take = %+v, %v", r, err)
+	}
+	if r, err := lua.XferClose(ctx, rdb, k, lua.XferCloseArgs{TransferID: "c0", TTL: xferTTL}); err != nil || r.Code != lua.XferClosed {
+		t.Fatalf("close = %+v, %v", r, err)
+	}
+	transfer(t, rdb, k, "c2", 0, 1, 1, true, true)
+	if ids := rdb.ZRange(ctx, k.TransfersClosed(), 0, -1).Val(); len(ids) != 2 || ids[0] != "c1" || ids[1] != "c2" {
+		t.Fatalf("xfer_closed after a close of a younger transfer = %v", ids)
+	}
+}
