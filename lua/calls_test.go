@@ -47,7 +47,8 @@ func TestRender(t *testing.T) {
 			wantArgv: []any{"tid", "1", int64(4), int64(1000)}},
 		{name: "xfer_give.lua", wantKeys: []string{"seckill:{77:3}:counter", "seckill:{77:3}:xin:tid"},
 			wantArgv: []any{"tid", "2", int64(4), int64(3600000)}},
-		{name: "xfer_close.lua", wantKeys: []string{"seckill:{77:3:2}:xfer:tid", "seckill:{77:3:2}:xfer_out"},
+		{name: "xfer_close.lua", wantKeys: []string{"seckill:{77:3:2}:xfer:tid", "seckill:{77:3:2}:xfer_out",
+			"seckill:{77:3:2}:xfer_closed"},
 			wantArgv: []any{"tid", int64(3600000)}},
 	} {
 		switch c.name {
@@ -322,6 +323,25 @@ func TestSKUStockCheck(t *testing.T) {
 	}
 	if err := bad.Check(true); err == nil || !strings.Contains(err.Error(), "SENT records") {
 		t.Fatalf("in-flight mismatch: %v", err)
+	}
+	// Live, in-flight may over-count (a transfer taken while the SKU was
+	// read), never fall below the records' or below 0.
+	over := ok
+	over.InFlight = 3
+	if err := over.Check(false); err != nil {
+		t.Fatalf("over-counted in-flight during a read: %v", err)
+	}
+	if err := over.Check(true); err == nil || !strings.Contains(err.Error(), "as read with them") {
+		t.Fatalf("over-counted in-flight at rest: %v", err)
+	}
+	under := ok
+	under.InFlightRecords = 2
+	if err := under.Check(false); err == nil || !strings.Contains(err.Error(), "less than") {
+		t.Fatalf("in-flight below the records: %v", err)
+	}
+	under.InFlight, under.InFlightRecords = -1, 0
+	if err := under.Check(false); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Fatalf("negative in-flight: %v", err)
 	}
 	bad = ok
 	bad.Buckets = []BucketStock{ok.Buckets[0], {Bucket: 1, Initial: 5, Available: 7, XferIn: 2, Committed: 1}}

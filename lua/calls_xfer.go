@@ -155,7 +155,7 @@ type XferCloseArgs struct {
 
 // Render returns the KEYS and ARGV of the call; k is the giving bucket.
 func (a XferCloseArgs) Render(k Keys) (keys []string, argv []any) {
-	return []string{k.Transfer(a.TransferID), k.TransfersOut()}, []any{a.TransferID, a.TTL.Milliseconds()}
+	return []string{k.Transfer(a.TransferID), k.TransfersOut(), k.TransfersClosed()}, []any{a.TransferID, a.TTL.Milliseconds()}
 }
 
 // XferCloseCode is xfer_close.lua's answer.
@@ -163,7 +163,7 @@ type XferCloseCode int64
 
 // xfer_close.lua's codes.
 const (
-	XferClosed        XferCloseCode = 1  // SENT → DONE now
+	XferClosed        XferCloseCode = 1  // SENT → DONE now, listed in xfer_closed
 	XferAlreadyClosed XferCloseCode = 2  // DONE before
 	XferCloseMissing  XferCloseCode = -1 // no record: a stray xfer_out member was removed
 )

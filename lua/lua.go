@@ -168,6 +168,12 @@ func (k Keys) Transfer(id string) string { return k.prefix() + "xfer:" + id }
 // (score = created_ms), which the rebalancer finishes after a crash.
 func (k Keys) TransfersOut() string { return k.prefix() + "xfer_out" }
 
+// TransfersClosed is the sorted set of the giving bucket's closed (DONE)
+// transfers (score = created_ms), kept as long as a marker lives, so that
+// reconciliation can find a give that the receiving bucket lost after the
+// close (docs/scale.md, "A lost give").
+func (k Keys) TransfersClosed() string { return k.prefix() + "xfer_closed" }
+
 // TransferIn is the receiving bucket's marker that transfer id was applied.
 func (k Keys) TransferIn(id string) string { return k.prefix() + "xin:" + id }
 

@@ -69,15 +69,20 @@ func ReadTransfer(ctx context.Context, rdb redis.Cmdable, k Keys, id string) (re
 	if err != nil || len(h) == 0 {
 		return rec, false, err
 	}
-	rec = TransferRecord{ID: id, State: h["state"]}
+	rec, err = parseTransfer(k, id, h)
+	return rec, true, err
+}
+
+func parseTransfer(k Keys, id string, h map[string]string) (TransferRecord, error) {
+	rec := TransferRecord{ID: id, State: h["state"]}
 	to, e1 := strconv.Atoi(h["to"])
 	n, e2 := strconv.ParseInt(h["k"], 10, 64)
 	c, e3 := strconv.ParseInt(h["created_ms"], 10, 64)
 	if err := errors.Join(e1, e2, e3); err != nil || to < 0 || to >= MaxBuckets || n <= 0 {
-		return rec, true, fmt.Errorf("transfer record %s: bad fields %v: %w", k.Transfer(id), h, err)
+		return rec, fmt.Errorf("transfer record %s: bad fields %v: %w", k.Transfer(id), h, err)
 	}
 	rec.To, rec.K, rec.CreatedMS = to, n, c
-	return rec, true, nil
+	return rec, nil
 }
 
 // BucketStock is one bucket's counters.
@@ -98,28 +103,59 @@ func (b BucketStock) Balance() int64 {
 	return b.Initial + b.XferIn - b.XferOut - (b.Available + b.OpenReserved + b.Committed)
 }
 
-// SKUStock is a SKU's stock over its buckets. The buckets are read in one
-// pipeline but not atomically (each bucket is its own slot): every bucket's
-// own invariant holds in any read, and so does the per-SKU sum computed with
-// InFlight from the counters. InFlightRecords, read after the counters, only
-// equals InFlight when no transfer ran meanwhile (a quiescent SKU).
+// SKUStock is a SKU's stock over its buckets, as ReadSKUStock reads it.
+// Buckets are each bucket's counters, each read atomically, the buckets not
+// together (each is its own slot, on Redis Cluster its own master): every
+// bucket's own invariant holds in any read, and so does the per-SKU sum with
+// the in-flight of those same counters. InFlight and InFlightRecords come from
+// later reads, in an order that can only over-count units in flight
+// (ReadSKUStock), so InFlight ≥ InFlightRecords ≥ 0 in any read, and both
+// equal the counters' in-flight when no transfer runs (a quiescent SKU).
 type SKUStock struct {
 	Buckets []BucketStock
 	// Sums over the buckets.
 	Initial, Available, OpenReserved, Committed int64
-	// InFlight is Σ xfer_out − Σ xfer_in: units taken from a bucket and not
-	// yet given to their target.
+	// InFlight is Σ xfer_out, read after everything else, − Σ xfer_in, read
+	// with the counters: units taken from a bucket and not yet given to
+	// their target, over-counted by the transfers that ran during the read.
 	InFlight int64
 	// InFlightRecords is Σ k of the SENT records (every bucket's xfer_out)
 	// whose target has no marker yet; Sent counts every SENT record.
 	InFlightRecords int64
 	Sent            int
+	// Pending are the SENT records whose target has no marker (Σ k is
+	// InFlightRecords).
+	Pending []Transfer
+	// Unmarked are the closed (DONE) transfers of every bucket's
+	// xfer_closed whose target has no marker: the give was applied (close
+	// runs only after it), so either the receiving bucket lost it (its
+	// master lost its last writes) or the marker expired or was deleted.
+	// Reconciliation tells the two apart (internal/reconcile, transfers.go).
+	Unmarked []Transfer
+}
+
+// Transfer is a transfer record with its giving bucket.
+type Transfer struct {
+	From int
+	TransferRecord
+}
+
+// CounterInFlight is Σ xfer_out − Σ xfer_in of Buckets (one read per
+// bucket): it makes the per-SKU sum hold in any read, but while transfers run
+// it can be off either way (a bucket read before a take, another after the give).
+func (s SKUStock) CounterInFlight() int64 {
+	var n int64
+	for _, b := range s.Buckets {
+		n += b.XferOut - b.XferIn
+	}
+	return n
 }
 
 // Check reports the first broken conservation rule: a bucket's invariant,
 // the SKU's (Σ initial = Σ(available + open_reserved + committed) +
-// in-flight), a negative counter or in-flight, and, if quiescent is set, in-flight
-// from the counters equal to in-flight from the records.
+// in-flight), a negative counter or in-flight, fewer units in flight than
+// the SENT records without a marker hold, and, if quiescent is set, in-flight
+// equal to the SENT records' (a give lost or a marker missing shows here).
 func (s SKUStock) Check(quiescent bool) error {
 	for _, b := range s.Buckets {
 		if g := b.Balance(); g != 0 {
@@ -129,14 +165,19 @@ func (s SKUStock) Check(quiescent bool) error {
 			return fmt.Errorf("bucket %d: a negative counter (%+v)", b.Bucket, b)
 		}
 	}
-	if got := s.Available + s.OpenReserved + s.Committed + s.InFlight; got != s.Initial {
+	counted := s.CounterInFlight()
+	if got := s.Available + s.OpenReserved + s.Committed + counted; got != s.Initial {
 		return fmt.Errorf("sku: Σ initial %d != Σ(available+open_reserved+committed) + in-flight = %d", s.Initial, got)
 	}
 	if s.InFlight < 0 {
 		return fmt.Errorf("sku: in-flight %d is negative (more given than taken)", s.InFlight)
 	}
-	if quiescent && s.InFlight != s.InFlightRecords {
-		return fmt.Errorf("sku: in-flight %d by the counters, %d by the SENT records without a marker", s.InFlight, s.InFlightRecords)
+	if s.InFlight < s.InFlightRecords {
+		return fmt.Errorf("sku: in-flight %d by the counters, less than the %d of the SENT records without a marker", s.InFlight, s.InFlightRecords)
+	}
+	if quiescent && (s.InFlight != s.InFlightRecords || s.InFlight != counted) {
+		return fmt.Errorf("sku: in-flight %d by the counters (%d as read with them), %d by the SENT records without a marker",
+			s.InFlight, counted, s.InFlightRecords)
 	}
 	return nil
 }
@@ -176,8 +217,27 @@ func ReadBuckets(ctx context.Context, rdb redis.Cmdable, k Keys, n int) ([]Bucke
 	return out, nil
 }
 
-// ReadSKUStock reads k's SKU over its BucketCount buckets: counters, then
-// every SENT record and its target's marker.
+// ReadSKUStock reads k's SKU over its BucketCount buckets in three steps,
+// one after the other:
+//
+//  1. every bucket's counters (ReadBuckets);
+//  2. every SENT record of every bucket's xfer_out and every DONE record of
+//     its xfer_closed, then each one's marker in its target;
+//  3. every bucket's xfer_out counter again.
+//
+// InFlight is Σ xfer_out of step 3 − Σ xfer_in of step 1. The order makes it
+// sound while transfers run, on any number of masters: xfer_in and xfer_out
+// only grow, and a give adds to xfer_in only after its take added its k to
+// xfer_out (the rebalancer gives once the take answered, recovery gives from
+// the SENT record the take wrote; the marker applies an id once). So every
+// unit step 1 saw given, step 3 sees taken: a transfer adds k·([taken before
+// step 3] − [given before step 1]) ≥ 0 to InFlight, and so InFlight only
+// over-counts (by the transfers taken or not yet given while the read ran)
+// and is negative only when more was given than taken. Likewise a SENT record
+// without a marker counted in step 2 was taken before step 3 and, its marker
+// missing after step 1, not given before it: it adds its k to InFlight, so
+// InFlight ≥ InFlightRecords. A rebuild during the read (it sets the totals to
+// 0) is the exception.
 func ReadSKUStock(ctx context.Context, rdb redis.Cmdable, k Keys) (SKUStock, error) {
 	n, err := BucketCount(ctx, rdb, k)
 	if err != nil {
@@ -193,30 +253,105 @@ func ReadSKUStock(ctx context.Context, rdb redis.Cmdable, k Keys) (SKUStock, err
 		s.Available += b.Available
 		s.OpenReserved += b.OpenReserved
 		s.Committed += b.Committed
-		s.InFlight += b.XferOut - b.XferIn
+		s.InFlight -= b.XferIn
 	}
-	for b := range n {
-		ids, err := rdb.ZRange(ctx, k.InBucket(b).TransfersOut(), 0, -1).Result()
-		if err != nil {
-			return s, err
+	if err := s.readRecords(ctx, rdb, k, n); err != nil {
+		return s, err
+	}
+	out, err := readXferOut(ctx, rdb, k, n)
+	s.InFlight += out
+	return s, err
+}
+
+// readXferOut is Σ xfer_out over buckets 0 … n−1 (one pipeline).
+func readXferOut(ctx context.Context, rdb redis.Cmdable, k Keys, n int) (int64, error) {
+	cmds := make([]*redis.StringCmd, n)
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b := range n {
+			cmds[b] = p.HGet(ctx, k.InBucket(b).Counter(), "xfer_out")
 		}
-		for _, id := range ids {
-			rec, ok, err := ReadTransfer(ctx, rdb, k.InBucket(b), id)
-			if err != nil {
-				return s, err
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("read xfer_out of %s: %w", k.InBucket(0).Member(), err)
+	}
+	var sum int64
+	for b, c := range cmds {
+		v, err := c.Int64()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("bucket %d xfer_out: %w", b, err)
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// readRecords reads step 2 of ReadSKUStock: every bucket's xfer_out and
+// xfer_closed ids, their records, then their targets' markers (three
+// pipelines), and counts them into s.
+func (s *SKUStock) readRecords(ctx context.Context, rdb redis.Cmdable, k Keys, n int) error {
+	lists := make([][2]*redis.StringSliceCmd, n)
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b := range n {
+			lists[b] = [2]*redis.StringSliceCmd{p.ZRange(ctx, k.InBucket(b).TransfersOut(), 0, -1),
+				p.ZRange(ctx, k.InBucket(b).TransfersClosed(), 0, -1)}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("list transfers of %s: %w", k.InBucket(0).Member(), err)
+	}
+	type found struct {
+		from   int
+		closed bool
+		id     string
+		rec    *redis.MapStringStringCmd
+		marker *redis.IntCmd
+	}
+	var all []*found
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b, l := range lists {
+			for i, c := range l {
+				for _, id := range c.Val() {
+					all = append(all, &found{from: b, closed: i == 1, id: id, rec: p.HGetAll(ctx, k.InBucket(b).Transfer(id))})
+				}
 			}
-			if !ok || rec.State != TransferSent {
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read transfer records of %s: %w", k.InBucket(0).Member(), err)
+	}
+	recs := make([]TransferRecord, len(all))
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, f := range all {
+			if len(f.rec.Val()) == 0 { // expired, or a stray id
 				continue
 			}
-			s.Sent++
-			given, err := rdb.Exists(ctx, k.InBucket(rec.To).TransferIn(id)).Result()
+			rec, err := parseTransfer(k.InBucket(f.from), f.id, f.rec.Val())
 			if err != nil {
-				return s, err
+				return err
 			}
-			if given == 0 {
+			recs[i] = rec
+			f.marker = p.Exists(ctx, k.InBucket(rec.To).TransferIn(f.id))
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read transfer markers of %s: %w", k.InBucket(0).Member(), err)
+	}
+	for i, f := range all {
+		rec := recs[i]
+		switch {
+		case f.marker == nil:
+		case !f.closed && rec.State == TransferSent:
+			s.Sent++
+			if f.marker.Val() == 0 {
 				s.InFlightRecords += rec.K
+				s.Pending = append(s.Pending, Transfer{From: f.from, TransferRecord: rec})
 			}
+		case f.closed && rec.State == TransferDone && f.marker.Val() == 0:
+			s.Unmarked = append(s.Unmarked, Transfer{From: f.from, TransferRecord: rec})
 		}
 	}
-	return s, nil
+	return nil
 }

@@ -2,6 +2,7 @@ package lua_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -152,4 +153,148 @@ func TestTransferEdges(t *testing.T) {
 		t.Fatalf("close of a missing record = %+v, %v", cl, err)
 	}
 	conserved(t, rdb, k, 0)
+}
+
+// splitRead runs the next pipeline of two or more commands one command at a
+// time and calls between after its first command: a transfer then runs
+// between the reads of two buckets, as it can on Redis Cluster, where each
+// bucket's master answers on its own.
+type splitRead struct{ between func() }
+
+func (h *splitRead) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *splitRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *splitRead) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		f := h.between
+		if f == nil || len(cmds) < 2 {
+			return next(ctx, cmds)
+		}
+		h.between = nil
+		err := next(ctx, cmds[:1])
+		f()
+		return errors.Join(err, next(ctx, cmds[1:]))
+	}
+}
+
+// A transfer from bucket 0 to bucket 1 runs after bucket 0's counters were
+// read and before bucket 1's: the read sees the units in both buckets. The
+// in-flight of such a read must not go negative (it did: "in-flight -3 is
+// negative" on the cluster, issue 22).
+func TestReadSKUStockDuringATransfer(t *testing.T) {
+	cfg := testenv.Require(t)
+	rdb, other := testenv.Redis(t, cfg), testenv.Redis(t, cfg)
+	ctx := context.Background()
+	k := testenv.BucketSale(t, other, 10, 0)
+	hook := &splitRead{}
+	rdb.AddHook(hook)
+	for _, c := range []struct {
+		name     string
+		transfer func(id string)
+	}{
+		{"taken, given and closed", func(id string) { transfer(t, other, k, id, 0, 1, 3, true, true) }},
+		{"taken and given", func(id string) { transfer(t, other, k, id, 0, 1, 3, true, false) }},
+		{"taken", func(id string) { transfer(t, other, k, id, 0, 1, 3, false, false) }},
+	} {
+		id := "torn-" + c.name
+		hook.between = func() { c.transfer(id) }
+		s, err := lua.ReadSKUStock(ctx, rdb, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hook.between != nil {
+			t.Fatalf("%s: the read ran no pipeline of two buckets", c.name)
+		}
+		if err := s.Check(false); err != nil {
+			t.Fatalf("%s: a read during the transfer: %v (%+v)", c.name, err, s)
+		}
+		// Finish it (give and close are idempotent) and read again at rest.
+		transfer(t, other, k, id, 0, 1, 3, true, true)
+		conserved(t, other, k, 0)
+	}
+	if s := conserved(t, rdb, k, 0); s.Buckets[0].Available != 1 || s.Buckets[1].Available != 9 {
+		t.Fatalf("after three transfers of 3: %+v", s.Buckets)
+	}
+}
+
+// transfer runs take (and give, and close) of k units of id from bucket
+// from to bucket to, failing t unless each step applies.
+func transfer(t *testing.T, rdb redis.Cmdable, k lua.Keys, id string, from, to int, n int64, give, closeIt bool) {
+	t.Helper()
+	ctx := context.Background()
+	if r, err := lua.XferTake(ctx, rdb, k.InBucket(from), lua.XferTakeArgs{TransferID: id, To: to, K: n, NowMS: time.Now().UnixMilli()}); err != nil ||
+		r.State == "" {
+		t.Fatalf("take %s = %+v, %v", id, r, err)
+	}
+	if give {
+		if r, err := lua.XferGive(ctx, rdb, k.InBucket(to), lua.XferGiveArgs{TransferID: id, From: from, K: n, TTL: xferTTL}); err != nil ||
+			!r.Code.Applied() {
+			t.Fatalf("give %s = %+v, %v", id, r, err)
+		}
+	}
+	if closeIt {
+		if r, err := lua.XferClose(ctx, rdb, k.InBucket(from), lua.XferCloseArgs{TransferID: id, TTL: xferTTL}); err != nil ||
+			r.State != lua.TransferDone {
+			t.Fatalf("close %s = %+v, %v", id, r, err)
+		}
+	}
+}
+
+// loseGive undoes transfer id's give in bucket to, as a receiving master that
+// lost its last second of writes after the giving bucket's close committed:
+// the marker and the counters' k are gone (the give's writes are one script,
+// so a master keeps all of them or none).
+func loseGive(t *testing.T, rdb redis.Cmdable, k lua.Keys, id string, to int, n int64) {
+	t.Helper()
+	ctx := context.Background()
+	kb := k.InBucket(to)
+	if rdb.Del(ctx, kb.TransferIn(id)).Val() != 1 {
+		t.Fatalf("no marker of %s in bucket %d to lose", id, to)
+	}
+	rdb.HIncrBy(ctx, kb.Counter(), "available", -n)
+	rdb.HIncrBy(ctx, kb.Counter(), "xfer_in", -n)
+}
+
+// Close lists the transfer in xfer_closed (once), and a closed transfer
+// whose target lost its give is read as Unmarked, with its units in flight
+// by the counters and by no SENT record.
+func TestClosedTransferListedAndLostGiveUnmarked(t *testing.T) {
+	cfg := testenv.Require(t)
+	rdb := testenv.Redis(t, cfg)
+	ctx := context.Background()
+	k := testenv.BucketSale(t, rdb, 10, 0)
+	transfer(t, rdb, k, "c1", 0, 1, 3, true, true)
+	transfer(t, rdb, k, "c1", 0, 1, 3, true, true) // a repeat changes nothing
+	if z := rdb.ZRangeWithScores(ctx, k.TransfersClosed(), 0, -1).Val(); len(z) != 1 || z[0].Member != "c1" {
+		t.Fatalf("xfer_closed = %v", z)
+	}
+	if s := conserved(t, rdb, k, 0); len(s.Unmarked) != 0 {
+		t.Fatalf("unmarked with every marker there: %+v", s.Unmarked)
+	}
+	loseGive(t, rdb, k, "c1", 1, 3)
+	s, err := lua.ReadSKUStock(ctx, rdb, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Unmarked) != 1 || s.Unmarked[0].From != 0 || s.Unmarked[0].ID != "c1" || s.Unmarked[0].To != 1 ||
+		s.Unmarked[0].K != 3 || s.InFlight != 3 || s.InFlightRecords != 0 {
+		t.Fatalf("after the lost give: %+v", s)
+	}
+	if err := s.Check(false); err != nil {
+		t.Fatalf("a lost give is conserved by the counters: %v", err)
+	}
+	if err := s.Check(true); err == nil {
+		t.Fatal("a lost give passed the quiescent check")
+	}
+	// A transfer taken long before another's close is trimmed from the list.
+	old := lua.XferTakeArgs{TransferID: "c0", To: 1, K: 1, NowMS: time.Now().Add(-2 * xferTTL).UnixMilli()}
+	if r, err := lua.XferTake(ctx, rdb, k, old); err != nil || r.Code != lua.XferTaken {
+		t.Fatalf("take = %+v, %v", r, err)
+	}
+	if r, err := lua.XferClose(ctx, rdb, k, lua.XferCloseArgs{TransferID: "c0", TTL: xferTTL}); err != nil || r.Code != lua.XferClosed {
+		t.Fatalf("close = %+v, %v", r, err)
+	}
+	transfer(t, rdb, k, "c2", 0, 1, 1, true, true)
+	if ids := rdb.ZRange(ctx, k.TransfersClosed(), 0, -1).Val(); len(ids) != 2 || ids[0] != "c1" || ids[1] != "c2" {
+		t.Fatalf("xfer_closed after a close of a younger transfer = %v", ids)
+	}
 }

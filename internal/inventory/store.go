@@ -37,6 +37,10 @@ type Deps struct {
 	TerminalTTL time.Duration
 }
 
+// TerminalTTL is how long terminal Redis keys and markers are kept (the
+// reservation TTL, which the rebalancer's transfer markers use too).
+func (s *Store) TerminalTTL() time.Duration { return s.terminalTTL }
+
 // NewStore returns a Store; Pool, Redis, Log and a positive TerminalTTL are required.
 func NewStore(d Deps) (*Store, error) {
 	if d.Pool == nil || d.Redis == nil || d.Log == nil || d.TerminalTTL <= 0 {

@@ -61,6 +61,9 @@ type Reconcile struct {
 	CompPending   prometheus.Gauge       // seckill_compensation_pending
 	CompOldestAge prometheus.Gauge       // seckill_compensation_oldest_age_seconds
 	SKUFailures   *SKUFailures           // seckill_loop_sku_failures_total{loop="reconcile"}
+	// TransferStale is the stock units in flight between buckets longer
+	// than the watermark that the last run left so (internal/reconcile, transfers.go).
+	TransferStale prometheus.Gauge // seckill_inventory_transfer_stale_units
 }
 
 // NewReconcile registers the reconciliation metrics on reg.
@@ -88,5 +91,7 @@ func NewReconcile(reg prometheus.Registerer) *Reconcile {
 		CompOldestAge: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_compensation_oldest_age_seconds",
 			Help: "Age of the oldest unapplied compensation task."}),
 		SKUFailures: NewSKUFailures(reg, "reconcile"),
+		TransferStale: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_inventory_transfer_stale_units",
+			Help: "Stock units taken from a bucket and not in their target longer than the reconcile watermark, over the bucketed SKUs, as the last reconcile run left them."}),
 	}
 }

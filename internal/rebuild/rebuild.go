@@ -122,7 +122,7 @@ func rebuildSKU(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, sku 
 		c := per[b]
 		initial := avail[b] + c.open + c.committed
 		pipe := rdb.TxPipeline() // one slot: the bucket's
-		pipe.Del(ctx, k.Counter(), k.TransfersOut())
+		pipe.Del(ctx, k.Counter(), k.TransfersOut(), k.TransfersClosed())
 		pipe.HSet(ctx, k.Counter(), "initial", initial, "available", avail[b], "open_reserved", c.open,
 			"committed", c.committed, "compensated_total", c.compensated, "released_total", c.released,
 			"rebuilt_at_ms", time.Now().UnixMilli(),

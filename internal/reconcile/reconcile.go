@@ -174,6 +174,7 @@ func (r *Reconciler) Run(ctx context.Context, activityID int64) (Report, error) 
 	r.m.PGDelta.Set(float64(pgDelta))
 	r.m.RedisDelta.Set(float64(redisDelta))
 	r.m.CrossDelta.Set(float64(crossDelta))
+	r.m.TransferStale.Set(float64(rep.Summary[SummaryTransferStale]))
 	r.compensationGauges(ctx)
 	rep.FinishedAt = r.now()
 	r.m.RunDuration.Observe(rep.FinishedAt.Sub(start).Seconds())
@@ -205,6 +206,9 @@ func (r *Reconciler) sku(ctx context.Context, k lua.SKU, rep *Report) (pgD, redi
 		if redisD = snap.RedisDelta(); redisD != 0 {
 			r.manual(ctx, rep, RedisInvariant, skuObj, redisD, fmt.Sprintf("Redis initial - available - in transfer - open_reserved - committed = %d (over %d buckets): rebuild Redis from PostgreSQL (seckill redis rebuild)", redisD, k.Buckets), evidence)
 		}
+	}
+	if err := r.transfers(ctx, k, rep); err != nil {
+		return 0, 0, 0, err
 	}
 	n, err := r.reservations(ctx, k, rep)
 	if err != nil {
