@@ -20,7 +20,8 @@
 --  -1 RESERVATION_MISSING  never add stock blindly: manual / activity-level reconciliation
 --  -1 COUNTER_MISSING      the reservation is here but the SKU's counter is not (Redis lost
 --                          it): nothing written (no script but set-up and rebuild creates a
---                          counter); rebuild the SKU, then retry the compensation
+--                          counter); rebuild the SKU (it counts the reservation, then under
+--                          review, as given back), then mark it resolved
 --  -2 RESERVATION_ID_MISMATCH
 --  -3 ORDER_ALREADY_EXISTS the reservation holds an order: refuse
 --  -4 INVALID_STATUS:<s>

@@ -277,9 +277,7 @@ func (s *saga) compensate(ctx workflow.Context) (SagaState, error) {
 		ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID, Bucket: m.Bucket,
 	}).Get(ctx, &c); err != nil {
 		if _, ok := permanent(err); ok && workflow.GetVersion(ctx, versionPermanentBranches, workflow.DefaultVersion, 1) == 1 {
-			s.state.Reason = "COMPENSATION_REFUSED"
-			s.setStatus(ctx, StatusManual, "compensation refused for good: "+err.Error())
-			return s.awaitRepair(ctx)
+			return s.compensationRefused(ctx, err)
 		}
 		return s.state, err
 	}

@@ -35,8 +35,11 @@ func permanent(err error) (detail string, ok bool) {
 // (RejectUnprocessable: ORDER_REJECTED, reason ORDER_UNPROCESSABLE:<detail>)
 // and then carried on from where PostgreSQL says it stands, which for a
 // rejection is the standard compensation: the unit goes back to Redis. If
-// even the rejection cannot be recorded, the saga waits in MANUAL_REVIEW
-// with the reason, for a repair signal.
+// even the rejection cannot be recorded (PostgreSQL refuses the reservation
+// row itself), PostgreSQL holds nothing a repair could act on: the saga
+// fails with that error (SeckillActivityPermanentFailure), and
+// reconciliation's overdue check settles the Redis reservation after its
+// deadline by the same rules (docs/operations.md#an-activity-keeps-failing).
 func (s *saga) unprocessable(ctx workflow.Context, cause error, detail string) (SagaState, error) {
 	if workflow.GetVersion(ctx, versionPermanentBranches, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return s.state, cause
@@ -46,12 +49,18 @@ func (s *saga) unprocessable(ctx workflow.Context, cause error, detail string) (
 	err := workflow.ExecuteActivity(dbActivity(ctx), act.RejectUnprocessable, activities.UnprocessableInput{
 		Message: s.in.Message, Detail: detail}).Get(ctx, &st)
 	if err != nil {
-		if _, ok := permanent(err); !ok {
-			return s.state, err
-		}
 		s.state.Reason = activities.ReasonUnprocessable
-		s.setStatus(ctx, StatusManual, "manual review: the order transaction and its rejection failed for good: "+err.Error())
-		return s.awaitRepair(ctx)
+		return s.state, err
 	}
+	return s.resume(ctx)
+}
+
+// compensationRefused handles a compensation refused for good: PostgreSQL
+// holds no rejection to compensate (something else moved the reservation).
+// The saga reads where it stands and carries on from there (resume), as a
+// saga started afresh would: a reservation under review waits for a repair
+// signal that can be applied, one compensated or absent ends the saga.
+func (s *saga) compensationRefused(ctx workflow.Context, err error) (SagaState, error) {
+	s.state.Steps = append(s.state.Steps, "compensation refused for good: "+err.Error())
 	return s.resume(ctx)
 }

@@ -35,42 +35,33 @@ func TestSagaOrderTransactionFailedForGoodIsRejectedAndCompensated(t *testing.T)
 	env.AssertExpectations(t)
 }
 
-// If even the rejection cannot be recorded, the saga does not fail: it waits
-// in MANUAL_REVIEW with the reason, and a repair signal can end it.
-func TestSagaUnrecordableReservationWaitsForRepair(t *testing.T) {
+// If even the rejection cannot be recorded, PostgreSQL holds nothing a repair
+// could act on: the saga fails with the error (no MANUAL_REVIEW that no
+// repair could end), and reconciliation settles the Redis reservation.
+func TestSagaUnrecordableReservationFails(t *testing.T) {
 	env := newEnv(t)
 	m := testMessage()
 	perm := temporal.NewNonRetryableApplicationError("value too long (SQLSTATE 22001)", "PermanentDatabaseError", nil, "22001")
 	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{}, perm)
 	env.OnActivity(act.RejectUnprocessable, mock.Anything, mock.Anything).Return(state.Reservation(""), perm).Once()
-	req := activities.RepairRequest{Action: activities.RepairMarkResolved, RepairID: "r-1", Operator: "ops", Reason: "fixed by hand, INC-2", ReservationID: m.ReservationID}
-	env.OnActivity(act.ApplyRepair, mock.Anything, req).Return(activities.RepairResult{RepairID: "r-1", Accepted: true}, nil).Once()
-	var waiting SagaState
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryState)
-		if err == nil {
-			_ = v.Get(&waiting)
-		}
-		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: req.Action, RepairID: req.RepairID, Operator: req.Operator, Reason: req.Reason})
-	}, time.Hour)
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
-	if waiting.Status != StatusManual || waiting.Reason != activities.ReasonUnprocessable {
-		t.Fatalf("while waiting: %+v, want MANUAL_REVIEW with reason %s", waiting, activities.ReasonUnprocessable)
-	}
-	if st := result(t, env); st.Status != StatusResolved {
-		t.Fatalf("state = %+v", st)
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() == nil {
+		t.Fatal("saga did not fail when its reservation could not be recorded")
 	}
 	env.AssertExpectations(t)
 }
 
-// A compensation refused for good (PostgreSQL holds no rejection) waits in
-// MANUAL_REVIEW instead of failing the saga or retrying forever.
-func TestSagaCompensationRefusedWaitsForRepair(t *testing.T) {
+// A compensation refused for good (PostgreSQL holds no rejection) does not
+// retry forever nor wait for a repair no one could apply: the saga reads where
+// the reservation stands and carries on from there (here: under review, so
+// it waits for a repair signal, which ApplyRepair can accept).
+func TestSagaCompensationRefusedCarriesOnFromPostgreSQL(t *testing.T) {
 	env := newEnv(t)
 	m := testMessage()
 	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeRejected, Reason: activities.ReasonStockExhausted}, nil)
-	refusal := temporal.NewNonRetryableApplicationError("reservation x: not in PostgreSQL: not compensable", activities.ErrTypeRefused, nil)
+	refusal := temporal.NewNonRetryableApplicationError("reservation x is MANUAL_REVIEW: not compensable", activities.ErrTypeRefused, nil)
 	env.OnActivity(act.Compensate, mock.Anything, mock.Anything).Return(activities.CompensateResult{}, refusal).Once()
+	env.OnActivity(act.LoadReservation, mock.Anything, m.ReservationID).Return(activities.ReservationState{Status: StatusManual, Reason: "COUNTER_MISSING"}, nil).Once()
 	req := activities.RepairRequest{Action: activities.RepairMarkResolved, RepairID: "r-2", Operator: "ops", Reason: "checked, INC-3", ReservationID: m.ReservationID}
 	env.OnActivity(act.ApplyRepair, mock.Anything, req).Return(activities.RepairResult{RepairID: "r-2", Accepted: true}, nil).Once()
 	env.RegisterDelayedCallback(func() {

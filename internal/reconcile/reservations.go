@@ -106,7 +106,7 @@ func (r *Reconciler) repairStored(ctx context.Context, typ string, x resRow, red
 		return c.Status + " " + c.Reason, err
 	case ReleaseMissing:
 		p, err := r.stores.Inventory.ReleaseRedis(ctx, inventory.ReleaseInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket})
-		return fmt.Sprintf("release.lua %d %s", p.Code, p.Text), err
+		return fmt.Sprintf("release.lua %d %s", p.Code, p.Text), counterMissing(p, err)
 	case DeadlinePassed:
 		st, err := r.stores.Inventory.RejectOverdue(ctx, inventory.RejectInput{ReservationID: x.id, Grace: r.watermark})
 		if err != nil || st != state.ReservationOrderRejected {
@@ -127,7 +127,7 @@ func (r *Reconciler) rebuildProjection(ctx context.Context, k lua.Keys, x resRow
 	}
 	if redisStatus == state.ReservationReserved {
 		p, err := r.stores.Inventory.ProjectOrderCreated(ctx, inventory.ProjectionInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: k.Bucket})
-		return fmt.Sprintf("order_created.lua %d %s", p.Code, p.Text), err
+		return fmt.Sprintf("order_created.lua %d %s", p.Code, p.Text), counterMissing(p, err)
 	}
 	key := k.Reservation(x.id.String())
 	if err := r.rdb.HSet(ctx, key, "status", string(state.ReservationOrderCreated), "reservation_id", x.id.String(), "order_id", x.orderID.String(),
@@ -135,4 +135,14 @@ func (r *Reconciler) rebuildProjection(ctx context.Context, k lua.Keys, x resRow
 		return "", err
 	}
 	return "hash recreated (counters untouched)", nil
+}
+
+// counterMissing turns a script's COUNTER_MISSING answer (nothing changed:
+// the SKU's counter is gone until a rebuild) into an error, so the repair is
+// recorded FAILED and tried again by the next run instead of APPLIED.
+func counterMissing(p inventory.ProjectionResult, err error) error {
+	if err == nil && p.Code < 0 && p.Text == "COUNTER_MISSING" {
+		return errors.New("the SKU's Redis counter is missing: rebuild it (seckill redis rebuild), the next run repairs this")
+	}
+	return err
 }
