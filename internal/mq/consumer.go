@@ -223,6 +223,11 @@ func (c *Consumer) Close() error {
 		// the SDK consumer was never started (or its failed Start already shut it down)
 		return nil
 	}
+	if mu := rebalanceLock(c.pc); mu != nil {
+		// Not under a rebalance (shutdown.go).
+		mu.Lock()
+		defer mu.Unlock()
+	}
 	if err := c.pc.Shutdown(); err != nil {
 		return fmt.Errorf("shutdown consumer %s: %w", c.group, err)
 	}

@@ -80,3 +80,26 @@ func TestSendValidation(t *testing.T) {
 		t.Error("consumer with retry delay level 19 created")
 	}
 }
+
+// The rebalance mutex Close holds around the SDK's Shutdown is found in the
+// SDK version go.mod pins (shutdown.go); a new SDK layout fails here rather
+// than silently bringing the shutdown race back.
+func TestRebalanceLockIsFound(t *testing.T) {
+	c, err := NewConsumer([]string{"127.0.0.1:1"}, "lock-test", "lock-test-topic",
+		func(context.Context, Delivered) error { return nil }, ConsumerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mu := rebalanceLock(c.pc)
+	if mu == nil {
+		t.Fatal("the SDK client's rbMutex was not found behind the push consumer")
+	}
+	if !mu.TryLock() {
+		t.Fatal("rbMutex held by nobody should be free")
+	}
+	mu.Unlock()
+	if rebalanceLock(nil) != nil || rebalanceLock(struct{}{}) != nil {
+		t.Fatal("rebalanceLock found a mutex where there is none")
+	}
+}
