@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/pg"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/workers/reconciler"
@@ -30,11 +29,7 @@ func newReconcileRunCmd() *cobra.Command {
 		Use:   "run",
 		Short: "Run ReconcileWorkflow now (a worker must be running) and print its report",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBase()
-			if err != nil {
-				return err
-			}
-			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-cli", true, b.log, nil)
+			b, conns, err := openCLI(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -108,11 +103,7 @@ func newReconcileScheduleCmd() *cobra.Command {
 		Use:   "schedule",
 		Short: "Create the Temporal Schedule that runs reconciliation every SECKILL_RECONCILE_EVERY (idempotent)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBase()
-			if err != nil {
-				return err
-			}
-			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-cli", true, b.log, nil)
+			b, conns, err := openCLI(cmd.Context())
 			if err != nil {
 				return err
 			}

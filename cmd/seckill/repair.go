@@ -46,11 +46,7 @@ func newRepairApplyCmd() *cobra.Command {
 				return fmt.Errorf("--wait %s: want a positive duration", wait)
 			}
 			req.ReservationID = rid
-			b, err := loadBase()
-			if err != nil {
-				return err
-			}
-			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-cli", true, b.log, nil)
+			b, conns, err := openCLI(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -128,11 +124,7 @@ func newRepairBulkCmd() *cobra.Command {
 			if err := workflows.ValidateBulkRepair(in); err != nil {
 				return err
 			}
-			b, err := loadBase()
-			if err != nil {
-				return err
-			}
-			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-cli", true, b.log, nil)
+			b, conns, err := openCLI(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"os"
 
@@ -24,6 +25,17 @@ func loadBase() (base, error) {
 		return base{}, err
 	}
 	return base{cfg: cfg, log: logx.New(os.Stderr, cfg.LogLevel), tel: app.NewTelemetry()}, nil
+}
+
+// openCLI loads the configuration and connects a command to every service
+// (Temporal included); the caller closes the connections.
+func openCLI(ctx context.Context) (base, *app.Conns, error) {
+	b, err := loadBase()
+	if err != nil {
+		return base{}, nil, err
+	}
+	conns, err := app.Open(ctx, b.cfg, "seckill-cli", true, b.log, nil)
+	return b, conns, err
 }
 
 func (b base) deriver() (*ids.Deriver, error) { return app.Deriver(b.cfg) }
