@@ -30,6 +30,7 @@ import (
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/redisx"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
@@ -54,11 +55,24 @@ type stack struct {
 	cleaning map[int64]bool
 }
 
-func newStack(t *testing.T) *stack {
+func newStack(t *testing.T) *stack { return newStackWith(t, stackOptions{}) }
+
+// stackOptions change what newStackWith wires: another Redis (default the
+// stack's), the budgets (default the API's).
+type stackOptions struct {
+	redis                     redis.UniversalClient
+	reserveBudget, readBudget time.Duration
+	pipelined                 bool // reserve.lua through the auto-pipeliner, as the gateway runs by default
+}
+
+func newStackWith(t *testing.T, o stackOptions) *stack {
 	t.Helper()
 	cfg := testenv.Require(t)
 	_, pool := testenv.Database(t, cfg)
-	rdb := testenv.Redis(t, cfg)
+	rdb := o.redis
+	if rdb == nil {
+		rdb = testenv.Redis(t, cfg)
+	}
 	prod, err := mq.NewProducer(cfg.RocketMQNameServers, fmt.Sprintf("seckill-api-test-%x", testenv.RandomUint64()),
 		mq.WithSendTimeout(cfg.MQSendTimeout))
 	if err != nil {
@@ -80,15 +94,21 @@ func newStack(t *testing.T) *stack {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := metrics.NewRegistry()
 	rm := metrics.NewReservation(reg)
-	res, err := reservation.NewReserver(rdb, d, prod, reservation.Options{
+	opt := reservation.Options{
 		Topic: cfg.TopicOrderCreate, SendTimeout: cfg.MQSendTimeout, SendDueDelay: cfg.SendDueDelay,
 		ReservationTTL: cfg.ReservationTTL, SoldOutMemo: cfg.SoldOutMemo,
-	}, rm, &failpoint.Set{}, log)
+	}
+	if o.pipelined {
+		if opt.Scripts, err = redisx.PipelinedScripts(rdb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := reservation.NewReserver(rdb, d, prod, opt, rm, &failpoint.Set{}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := api.NewRouter(api.Deps{Auth: authn, Reserver: res, Status: reservation.NewStatusReader(rdb, pool),
-		Pool: pool, Redis: rdb, Log: log})
+		Pool: pool, Redis: rdb, Log: log, ReserveBudget: o.reserveBudget, ReadBudget: o.readBudget})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &stack{t: t, cfg: cfg, pool: pool, rdb: rdb, auth: authn, ids: d, h: h, srv: srv, doc: loadDoc(t), metrics: rm,

@@ -52,7 +52,14 @@ type Deps struct {
 	Limits Limits
 	// HandlerTimeout is every handler's deadline (default 10 s).
 	HandlerTimeout time.Duration
+	// ReserveBudget bounds a reserve request, ReadBudget a reservation or
+	// order read (default 1 s each): past it the answer is 503 UNAVAILABLE
+	// with Retry-After, whatever a dependency does.
+	ReserveBudget, ReadBudget time.Duration
 }
+
+// DefaultBudget is the default reserve and read budget.
+const DefaultBudget = time.Second
 
 // Body limits: a reserve request carries at most a request_id.
 const (
@@ -67,6 +74,12 @@ func NewRouter(d Deps) http.Handler {
 	}
 	if d.HandlerTimeout <= 0 {
 		d.HandlerTimeout = 10 * time.Second
+	}
+	if d.ReserveBudget <= 0 {
+		d.ReserveBudget = DefaultBudget
+	}
+	if d.ReadBudget <= 0 {
+		d.ReadBudget = DefaultBudget
 	}
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, recoverer(d.Log), deadline(d.HandlerTimeout))
@@ -85,13 +98,13 @@ func NewRouter(d Deps) http.Handler {
 		// it: the reads clients poll, and (tighter) the business flows bots go
 		// for (OWASP API4, API6).
 		r.Group(func(r chi.Router) {
-			r.Use(lim.readIP, h.requireUser, lim.readUser)
+			r.Use(lim.readIP, h.requireUser, lim.readUser, deadline(d.ReadBudget))
 			r.Get("/activities/{activity_id}/skus/{sku_id}/reservations/{reservation_id}", h.getReservation)
 			r.Get("/orders/{order_id}", h.getOrder)
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(lim.ip, h.requireUser, lim.user)
-			r.Post("/activities/{activity_id}/skus/{sku_id}/reservations", h.reserve)
+			r.With(deadline(d.ReserveBudget)).Post("/activities/{activity_id}/skus/{sku_id}/reservations", h.reserve)
 			r.Post("/orders/{order_id}/payments", h.startPayment)
 			r.Post("/orders/{order_id}/cancel", h.cancelOrder)
 		})
@@ -152,7 +165,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeError(w http.ResponseWriter, status int, e apiError) { writeJSON(w, status, e) }
+// writeError answers e. A 503 always says when to come back (Retry-After):
+// the outcome is unknown or a dependency is down, and a retry with the same
+// key is safe.
+func writeError(w http.ResponseWriter, status int, e apiError) {
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", retryAfterUnavailable)
+	}
+	writeJSON(w, status, e)
+}
+
+// retryAfterUnavailable is the Retry-After of a 503, in seconds.
+const retryAfterUnavailable = "1"
 
 func invalid(w http.ResponseWriter, field, msg string) {
 	writeError(w, http.StatusBadRequest, apiError{Code: "INVALID_ARGUMENT", Field: field, Message: msg})

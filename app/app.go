@@ -212,6 +212,7 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 	}
 	deps := api.Deps{Auth: authn, Reserver: res, Status: reservation.NewStatusReader(conns.Redis, conns.Pool),
 		Pool: conns.Pool, Redis: conns.Redis, Log: log, HandlerTimeout: cfg.HandlerTimeout,
+		ReserveBudget: cfg.ReserveBudget, ReadBudget: cfg.ReadBudget,
 		Limits: api.Limits{PerUser: cfg.RateLimitUser, PerIP: cfg.RateLimitIP, ReadPerUser: cfg.RateLimitRead,
 			Window: cfg.RateLimitWindow, TrustedProxies: proxies}}
 	if deps.Explain, err = Explainer(cfg, conns); err != nil {

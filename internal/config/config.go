@@ -60,6 +60,13 @@ type Config struct {
 	MetricsAddr string `env:"SECKILL_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
 	// HandlerTimeout is the deadline of every HTTP request's handling.
 	HandlerTimeout time.Duration `env:"SECKILL_HANDLER_TIMEOUT" envDefault:"10s"`
+	// ReserveBudget bounds a reserve request and ReadBudget a reservation or
+	// order read, whatever a dependency does: past it the answer is 503
+	// UNAVAILABLE with Retry-After, and a retry with the same key gets the true
+	// outcome (docs/architecture.md, "Time budgets"). Each must be below
+	// SECKILL_HANDLER_TIMEOUT.
+	ReserveBudget time.Duration `env:"SECKILL_RESERVE_BUDGET" envDefault:"1s"`
+	ReadBudget    time.Duration `env:"SECKILL_READ_BUDGET" envDefault:"1s"`
 	// RateLimitUser and RateLimitIP bound the business flows (reserve, start
 	// payment, cancel): requests per RateLimitWindow by one user, and from one
 	// client address (before authentication). RateLimitRead bounds one user's
@@ -266,6 +273,8 @@ func (c Config) validateRequired() error {
 		{"SECKILL_RECONCILE_WATERMARK", int64(c.ReconcileWatermark)},
 		{"SECKILL_RECONCILE_EVERY", int64(c.ReconcileEvery)},
 		{"SECKILL_HANDLER_TIMEOUT", int64(c.HandlerTimeout)},
+		{"SECKILL_RESERVE_BUDGET", int64(c.ReserveBudget)},
+		{"SECKILL_READ_BUDGET", int64(c.ReadBudget)},
 		{"SECKILL_RATE_LIMIT_WINDOW", int64(c.RateLimitWindow)},
 		{"SECKILL_ACTIVITY_ATTEMPTS_ALERT", int64(c.ActivityAttemptsAlert)},
 	}
@@ -310,6 +319,15 @@ func (c Config) validateNetwork() error {
 	if c.RateLimitUser < 0 || c.RateLimitIP < 0 || c.RateLimitRead < 0 {
 		return &FieldError{Var: "SECKILL_RATE_LIMIT_USER/SECKILL_RATE_LIMIT_IP/SECKILL_RATE_LIMIT_READ",
 			Value: fmt.Sprint(c.RateLimitUser, c.RateLimitIP, c.RateLimitRead), Reason: "must be 0 (off) or positive"}
+	}
+	for _, b := range []struct {
+		name string
+		v    time.Duration
+	}{{"SECKILL_RESERVE_BUDGET", c.ReserveBudget}, {"SECKILL_READ_BUDGET", c.ReadBudget}} {
+		if b.v >= c.HandlerTimeout {
+			return &FieldError{Var: b.name, Value: b.v.String(),
+				Reason: "must be below SECKILL_HANDLER_TIMEOUT (" + c.HandlerTimeout.String() + "): the budget is the answer's bound, the handler timeout the backstop"}
+		}
 	}
 	if c.Env != EnvProduction && c.Env != EnvDevelopment {
 		return &FieldError{Var: "SECKILL_ENV", Value: c.Env, Reason: "must be production or development"}

@@ -24,7 +24,10 @@ import (
 	"github.com/seckill/seckill/lua"
 )
 
-// Timeouts of every client, single or cluster.
+// Timeouts of every client, single or cluster. Every client also honours
+// its caller's context deadline on the socket (ContextTimeoutEnabled): a
+// request's budget, not the read timeout times go-redis's retries, bounds
+// how long a Redis that stopped answering holds it.
 const (
 	dialTimeout  = 2 * time.Second
 	readTimeout  = time.Second
@@ -57,6 +60,8 @@ func OpenDB(ctx context.Context, addr string, db, poolSize int) (*redis.Client, 
 		DialTimeout:  dialTimeout,
 		ReadTimeout:  readTimeout,
 		WriteTimeout: writeTimeout,
+
+		ContextTimeoutEnabled: true,
 	})
 	if err := ready(ctx, c, addr); err != nil {
 		_ = c.Close()
@@ -84,6 +89,8 @@ func OpenCluster(ctx context.Context, seeds []string, poolSize int) (*redis.Clus
 		DialTimeout:  dialTimeout,
 		ReadTimeout:  readTimeout,
 		WriteTimeout: writeTimeout,
+
+		ContextTimeoutEnabled: true,
 	})
 	where := "cluster " + strings.Join(addrs, ",")
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -63,14 +63,20 @@ func NewStatusReader(rdb redis.Cmdable, pool *pgxpool.Pool) *StatusReader {
 }
 
 // Get returns userID's reservation rid of (activity, sku).
+//
+// With PostgreSQL to fall back on, Redis gets half of what is left of ctx's
+// deadline: a Redis that stopped answering leaves the other half to the
+// authority, so the read still answers within its budget.
 func (s *StatusReader) Get(ctx context.Context, userID, activityID, skuID int64, rid uuid.UUID) (View, error) {
-	k, err := s.buckets.Keys(ctx, userID, activityID, skuID)
+	rctx := ctx
+	if dl, ok := ctx.Deadline(); ok && s.pool != nil {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
+		defer cancel()
+	}
+	h, err := s.fromRedis(rctx, userID, activityID, skuID, rid)
 	if err != nil && s.pool == nil {
 		return View{}, err
-	}
-	h, err := s.rdb.HMGet(ctx, k.Reservation(rid.String()), "user_id", "status", "business_deadline_ms", "order_id").Result()
-	if err != nil && s.pool == nil {
-		return View{}, fmt.Errorf("read reservation from redis: %w", err)
 	}
 	if err == nil && h[0] != nil {
 		if h[0].(string) != strconv.FormatInt(userID, 10) {
@@ -89,7 +95,26 @@ func (s *StatusReader) Get(ctx context.Context, userID, activityID, skuID int64,
 	if s.pool == nil {
 		return View{}, ErrNotFound
 	}
-	return s.fromPostgres(ctx, userID, activityID, skuID, rid)
+	v, perr := s.fromPostgres(ctx, userID, activityID, skuID, rid)
+	if errors.Is(perr, ErrNotFound) && err != nil {
+		// PostgreSQL does not know it yet and Redis did not answer: the
+		// reservation may well exist, so the answer is unknown, not 404.
+		return View{}, err
+	}
+	return v, perr
+}
+
+// fromRedis reads the reservation's projection: user, status, deadline and order.
+func (s *StatusReader) fromRedis(ctx context.Context, userID, activityID, skuID int64, rid uuid.UUID) ([]any, error) {
+	k, err := s.buckets.Keys(ctx, userID, activityID, skuID)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.rdb.HMGet(ctx, k.Reservation(rid.String()), "user_id", "status", "business_deadline_ms", "order_id").Result()
+	if err != nil {
+		return nil, fmt.Errorf("read reservation from redis: %w", err)
+	}
+	return h, nil
 }
 
 func (s *StatusReader) fromPostgres(ctx context.Context, userID, activityID, skuID int64, rid uuid.UUID) (View, error) {
