@@ -16,6 +16,11 @@ import (
 
 func newChaosCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "chaos", Short: "Crash-point matrix and kill soak on the local stack (docs/chaos.md)"}
+	cmd.AddCommand(newChaosMatrixCmd(), newChaosKillCmd())
+	return cmd
+}
+
+func newChaosMatrixCmd() *cobra.Command {
 	var (
 		runs     int
 		points   string
@@ -53,20 +58,36 @@ started by 'make up'. Exit status 1 if anything was violated.`,
 	matrix.Flags().BoolVar(&pipeline, "pipeline", false, "restart the crashed process armed again at once (soak speed); sales settle meanwhile")
 	matrix.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	matrix.Flags().StringVar(&logs, "logs", "", "directory for the processes' logs (default: a new one under .stack/logs/chaos)")
+	return matrix
+}
 
+func newChaosKillCmd() *cobra.Command {
 	var (
+		asJSON   bool
+		logs     string
 		duration time.Duration
 		every    time.Duration
 		targets  string
+		freeze   time.Duration
+		rounds   int
 	)
 	kill := &cobra.Command{
 		Use:   "kill",
-		Short: "Random SIGKILLs of the gateway, workers, Temporal server, broker, PostgreSQL and Redis under load",
+		Short: "Random SIGKILLs (or, with --freeze, SIGSTOPs) of the gateway, workers, Temporal server, broker, PostgreSQL and Redis under load",
 		Long: `Plays sales continuously while killing a random component with SIGKILL every --every (±50%), restarting
 it after a short random pause (ours directly, the stack's with scripts/stack.sh up), for --duration. Then
 stops killing, waits for every sale to settle and checks the invariants of each. Prints kills per component,
-violations and time to converge after the last disturbance p50/p99.`,
+violations and time to converge after the last disturbance p50/p99.
+
+With --freeze D a component is frozen instead (SIGSTOP for D, then SIGCONT; resumed whatever happens, also
+by a detached backstop should this command die): the report adds what the gateway's callers saw while it was
+frozen (answers, 503s with Retry-After, requests left without an answer, slowest answer), and convergence
+is counted from the SIGCONT. --rounds N disturbs each component in turn, N times over, instead of a random
+one for --duration.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if freeze < 0 || rounds < 0 {
+				return fmt.Errorf("--freeze %s, --rounds %d: want a positive duration and count (0 for none)", freeze, rounds)
+			}
 			c, err := chaosCluster(cmd, logs)
 			if err != nil {
 				return err
@@ -80,7 +101,7 @@ violations and time to converge after the last disturbance p50/p99.`,
 			if err != nil {
 				return err
 			}
-			rep, err := chaos.Kill(cmd.Context(), c, chaos.KillOptions{Duration: duration, Every: every, Components: comps,
+			rep, err := chaos.Kill(cmd.Context(), c, chaos.KillOptions{Duration: duration, Every: every, Components: comps, Freeze: freeze, Rounds: rounds,
 				StackScript: filepath.Join(root, "scripts", "stack.sh"), StackDir: filepath.Join(root, ".stack"), Progress: cmd.ErrOrStderr()})
 			return printChaos(cmd, rep, err, asJSON)
 		},
@@ -88,10 +109,11 @@ violations and time to converge after the last disturbance p50/p99.`,
 	kill.Flags().DurationVar(&duration, "duration", 5*time.Minute, "how long to keep killing")
 	kill.Flags().DurationVar(&every, "every", 20*time.Second, "mean time between kills")
 	kill.Flags().StringVar(&targets, "components", "", "comma-separated subset of "+strings.Join(chaos.KillTargets, ","))
+	kill.Flags().DurationVar(&freeze, "freeze", 0, "freeze (SIGSTOP, then SIGCONT) for this long instead of SIGKILL, e.g. 8s")
+	kill.Flags().IntVar(&rounds, "rounds", 0, "disturb each component in turn this many times over instead of at random for --duration")
 	kill.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	kill.Flags().StringVar(&logs, "logs", "", "directory for the processes' logs (default: a new one under .stack/logs/chaos)")
-	cmd.AddCommand(matrix, kill)
-	return cmd
+	return kill
 }
 
 func chaosCluster(cmd *cobra.Command, logs string) (*chaos.Cluster, error) {

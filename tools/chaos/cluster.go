@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -109,6 +110,11 @@ type Cluster struct {
 	dropDB   func()
 	kind     Kind
 	unlock   func()
+
+	// What callers saw during freezes (freeze.go).
+	calls     callLog
+	inFlight  atomic.Int64
+	probeSale atomic.Int64
 }
 
 // NewCluster creates the run's database and the processes (not started).

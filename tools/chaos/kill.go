@@ -48,6 +48,12 @@ type KillOptions struct {
 	StackDir    string
 	Settle      time.Duration
 	Progress    io.Writer
+	// Freeze > 0 freezes instead of killing: SIGSTOP for this long, then
+	// SIGCONT (freeze.go), and records what the gateway's callers saw.
+	Freeze time.Duration
+	// Rounds > 0 disturbs each component in turn, Rounds times over,
+	// instead of a random one for Duration.
+	Rounds int
 }
 
 // withDefaults checks the components and fills in the defaults.
@@ -95,7 +101,16 @@ func Kill(ctx context.Context, c *Cluster, o KillOptions) (Report, error) {
 	rows := map[string]*PointResult{}
 	for _, comp := range o.Components {
 		rows[comp] = &PointResult{Failpoint: "SIGKILL " + comp, Hosts: []string{comp}}
+		if o.Freeze > 0 {
+			rows[comp].Failpoint = fmt.Sprintf("SIGSTOP %s %s", o.Freeze, comp)
+			rows[comp].Callers, rows[comp].OtherCallers = &CallerStats{}, &CallerStats{}
+		}
 		rep.Rows = append(rep.Rows, rows[comp])
+	}
+	if o.Freeze > 0 {
+		if err := c.setupProbeSale(ctx); err != nil {
+			return rep, err
+		}
 	}
 	sk := &soak{lastBy: map[*Sale]string{}}
 	sk.next.Store(time.Now().UnixMilli())
@@ -154,14 +169,17 @@ func (c *Cluster) playSales(ctx, loadCtx context.Context, sk *soak, o KillOption
 // marks every sale not yet converged as disturbed by it.
 func (c *Cluster) killLoop(ctx context.Context, sk *soak, rows map[string]*PointResult, o KillOptions) error {
 	end := time.Now().Add(o.Duration)
-	for time.Now().Before(end) {
+	for i := 0; (o.Rounds == 0 && time.Now().Before(end)) || i < o.Rounds*len(o.Components); i++ {
 		wait := time.Duration(float64(o.Every) * (0.5 + rand.Float64())) // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id
 		if err := waitGone(ctx, wait); err != nil {
 			return err
 		}
 		comp := o.Components[rand.IntN(len(o.Components))] // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id
-		at := time.Now()
-		if err := c.kill(ctx, comp, o); err != nil {
+		if o.Rounds > 0 {
+			comp = o.Components[i%len(o.Components)]
+		}
+		at, err := c.disturb(ctx, comp, o, rows[comp])
+		if err != nil {
 			rows[comp].Errors = append(rows[comp].Errors, err.Error())
 		}
 		rows[comp].Runs++
@@ -174,9 +192,23 @@ func (c *Cluster) killLoop(ctx context.Context, sk *soak, rows map[string]*Point
 			}
 		}
 		sk.mu.Unlock()
-		fmt.Fprintf(o.Progress, "chaos: killed %s at %s (back in %s)\n", comp, at.Format("15:04:05"), time.Since(at).Round(100*time.Millisecond))
+		fmt.Fprintf(o.Progress, "chaos: %s, back at %s\n", rows[comp].Failpoint, at.Format("15:04:05"))
 	}
 	return nil
+}
+
+// disturb kills comp and brings it back, or freezes it (o.Freeze), and
+// returns the time the sales' convergence is counted from: the kill, or
+// the end of the freeze.
+func (c *Cluster) disturb(ctx context.Context, comp string, o KillOptions, row *PointResult) (time.Time, error) {
+	if o.Freeze > 0 {
+		at, err := c.freeze(ctx, comp, o, row)
+		if at.IsZero() {
+			at = time.Now()
+		}
+		return at, err
+	}
+	return time.Now(), c.kill(ctx, comp, o)
 }
 
 // tally charges each disturbed sale to the component that disturbed it last.

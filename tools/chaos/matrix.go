@@ -59,6 +59,10 @@ type PointResult struct {
 	P50        time.Duration   `json:"converge_p50"`
 	P99        time.Duration   `json:"converge_p99"`
 	Errors     []string        `json:"errors"`
+	// Callers: what the gateway's callers saw during a freeze (freeze.go),
+	// of reserve and read requests and of the others.
+	Callers      *CallerStats `json:"callers,omitempty"`
+	OtherCallers *CallerStats `json:"other_callers,omitempty"`
 }
 
 // Report is a whole matrix or soak.
@@ -332,6 +336,11 @@ func (r Report) Print(w io.Writer) {
 			row.Sales, len(row.Violations), len(row.Errors), row.P50.Round(10*time.Millisecond), row.P99.Round(10*time.Millisecond))
 	}
 	fmt.Fprintf(w, "total %s, %d violations\n", r.Duration.Round(time.Second), r.Violations())
+	for _, row := range r.Rows {
+		if row.Callers != nil {
+			fmt.Fprintf(w, "during %s: reserve and reads %s; set-up, payment, cancel %s\n", row.Failpoint, row.Callers, row.OtherCallers)
+		}
+	}
 	for _, row := range r.Rows {
 		for _, v := range row.Violations {
 			fmt.Fprintf(w, "VIOLATION %s: %s\n", row.Failpoint, v)

@@ -270,7 +270,7 @@ func (c *Cluster) callAt(ctx context.Context, hc *http.Client, base func() strin
 		if key != "" {
 			req.Header.Set("Idempotency-Key", key)
 		}
-		resp, err := hc.Do(req)
+		resp, err := c.do(hc, req)
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
