@@ -21,11 +21,14 @@ import (
 
 // TestRecordSagaHistories records, from real sagas on the dev server, the
 // histories workflows.TestReplayRecordedHistories replays: one per saga path
-// beyond the first three (paid, compensated, cancelled). Run it after a
+// beyond the first three (paid, compensated, cancelled), and the branches of
+// recordBranches (payment signal, PAYMENT_STARTING, ClosePaid, the local
+// step's fallback, CreateOrder and compensation failed for good, the refund
+// held). A history already in testdata is kept (record). Run it after a
 // deliberate, versioned workflow change (docs/architecture.md, "Changing
 // workflow code"):
 //
-//	SECKILL_RECORD_HISTORIES=1 SECKILL_INTEGRATION=1 go test -run TestRecordSagaHistories ./e2e/
+//	SECKILL_RECORD_HISTORIES=1 SECKILL_INTEGRATION=1 go test -tags failpoints -count=1 -run TestRecordSagaHistories ./e2e/
 func TestRecordSagaHistories(t *testing.T) {
 	if os.Getenv("SECKILL_RECORD_HISTORIES") != "1" {
 		t.Skip("records workflows/testdata: set SECKILL_RECORD_HISTORIES=1")
@@ -84,6 +87,7 @@ func TestRecordSagaHistories(t *testing.T) {
 	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusOrderCreated })
 	signal(m, workflows.SignalCancel, workflows.CancelSignal{Reason: "changed my mind"})
 	done("user_cancel", m, workflows.StatusCancelled)
+	userCancelled := m
 
 	// A late message: the reservation was decided before it arrived.
 	m, _ = r.saga(t, 15, func(m events.OrderCreateRequested) {
@@ -138,12 +142,22 @@ func TestRecordSagaHistories(t *testing.T) {
 		t.Fatalf("refund = %s, %v", status, err)
 	}
 	record(t, r.tc, refundID, filepath.Join(dir, "refund_paid_after_cancel.json"))
+
+	// The branches of the payment protocol and of steps that fail
+	// (histories_branches_test.go).
+	recordBranches(t, r, dir, userCancelled)
 }
 
 // record writes a closed workflow's history as `temporal workflow show
-// --output json` does.
+// --output json` does. A history already in testdata is kept: it is the
+// proof that sagas started by the code that recorded it still replay
+// (delete the file to record its path again).
 func record(t *testing.T, tc client.Client, workflowID, path string) {
 	t.Helper()
+	if _, err := os.Stat(path); err == nil {
+		t.Logf("kept %s (recorded before)", path)
+		return
+	}
 	ctx := context.Background()
 	it := tc.GetWorkflowHistory(ctx, workflowID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	h := &historypb.History{}
