@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -38,7 +39,7 @@ const (
 	// WouldReplay: a dry run would have sent it.
 	WouldReplay ReplayOutcome = "WOULD_REPLAY"
 	// Skipped: not sent and left unreplayed for a person to decide (see Detail),
-	// or replayed meanwhile by another run.
+	// or replayed meanwhile (or being replayed) by another run.
 	Skipped ReplayOutcome = "SKIPPED"
 	// Failed: the send failed or its outcome is unknown; the rows stay
 	// unreplayed, so the next run sends it again (consumers dedupe by message_id).
@@ -81,11 +82,18 @@ var ErrReplayFailed = errors.New("deadletter: some replays failed")
 // nothing for them again. Only a copy dead-lettered after the replay (the
 // replayed message failed again) is replayed by a later run.
 //
-// Each message_id is handled in its own transaction that locks its rows (FOR
-// UPDATE SKIP LOCKED) around the send, so concurrent runs do not both send
-// it. A row that is not a valid ORDER_CREATE_REQUESTED of its message_id, or
-// whose copies carry different business payloads, is skipped and left for a
-// person. A failed send (or a failed mark after it) leaves its rows
+// No transaction is open during a send, and no row is locked across it:
+// each message_id is handled under a PostgreSQL advisory lock of its own,
+// held by the run's session (not by a transaction), so that concurrent runs
+// do not both send it (the second one skips it) while anything else may
+// read and lock its rows. Under it the unreplayed copies are read, the
+// message is sent once, and the copies are marked replayed in one short
+// transaction. A run that dies between the send and the mark leaves its
+// rows unreplayed (the lock goes with its session): the next run sends the
+// message again under the same message_id, which consumers dedupe, and
+// records one replay. A row that is not a valid ORDER_CREATE_REQUESTED of
+// its message_id, or whose copies carry different business payloads, is
+// skipped and left for a person. A failed send (or a failed mark after it) leaves its rows
 // unreplayed and makes Replay return an error wrapping ErrReplayFailed, after
 // trying every message; a PostgreSQL error before a send stops it. The report
 // covers what was done either way.
@@ -143,49 +151,43 @@ type dlqCopy struct {
 	body  []byte
 }
 
-// replayOne handles one message_id in one transaction; its error is a
-// PostgreSQL failure, a failed send is an item with outcome Failed.
+// replayOne handles one message_id; its error is a PostgreSQL failure
+// before the send, a failed send or mark is an item with outcome Failed.
 func replayOne(ctx context.Context, pool *pgxpool.Pool, pub reservation.Publisher, opts ReplayOptions, messageID string) (ReplayItem, error) {
 	it := ReplayItem{MessageID: messageID}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return it, fmt.Errorf("replay %s: begin: %w", messageID, err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) // no-op after Commit
-	lock := " FOR UPDATE SKIP LOCKED"
 	if opts.DryRun {
-		lock = ""
+		copies, err := readCopies(ctx, pool, opts.Group, messageID)
+		if err != nil {
+			return it, err
+		}
+		if _, ok := prepare(&it, copies); ok {
+			it.Outcome = WouldReplay
+		}
+		return it, nil
 	}
-	rows, err := tx.Query(ctx, `
-		SELECT quarantine_id, topic, body FROM message_quarantine
-		WHERE source = $1 AND consumer_group = $2 AND message_id = $3 AND replayed_at IS NULL
-		ORDER BY created_at, quarantine_id`+lock, SourceDLQ, opts.Group, messageID)
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return it, fmt.Errorf("replay %s: read its rows: %w", messageID, err)
+		return it, fmt.Errorf("replay %s: connect: %w", messageID, err)
 	}
-	copies, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dlqCopy, error) {
-		var c dlqCopy
-		return c, r.Scan(&c.id, &c.topic, &c.body)
-	})
+	defer conn.Release()
+	held, err := lockMessage(ctx, conn, opts.Group, messageID)
 	if err != nil {
-		return it, fmt.Errorf("replay %s: read its rows: %w", messageID, err)
+		return it, err
 	}
-	it.Copies = len(copies)
-	if len(copies) == 0 {
-		it.Outcome, it.Detail = Skipped, "replayed meanwhile by another run"
+	if !held {
+		it.Outcome, it.Detail = Skipped, "being replayed by another run"
 		return it, nil
 	}
-	msg, detail := replayMessage(messageID, copies)
-	it.Topic, it.Key = msg.Topic, msg.Key
-	if detail != "" {
-		it.Outcome, it.Detail = Skipped, detail
+	defer unlockMessage(ctx, conn, opts.Group, messageID)
+	copies, err := readCopies(ctx, conn, opts.Group, messageID)
+	if err != nil {
+		return it, err
+	}
+	msg, ok := prepare(&it, copies)
+	if !ok {
 		return it, nil
 	}
-	if opts.DryRun {
-		it.Outcome = WouldReplay
-		return it, nil
-	}
-	res, err := pub.Send(ctx, msg)
+	res, err := pub.Send(ctx, msg) // outside any transaction
 	if err != nil {
 		it.Outcome, it.Detail = Failed, "send: "+err.Error()
 		if errors.Is(err, mq.ErrSendUnknown) {
@@ -193,20 +195,102 @@ func replayOne(ctx context.Context, pool *pgxpool.Pool, pub reservation.Publishe
 		}
 		return it, nil
 	}
-	count, err := markReplayed(ctx, tx, opts.Group, messageID, copies)
+	record(ctx, conn, opts.Group, copies, res.MsgID, &it)
+	return it, nil
+}
+
+// prepare fills it from the copies and returns the message to send; false
+// when there is nothing to send (it is then Skipped).
+func prepare(it *ReplayItem, copies []dlqCopy) (mq.Message, bool) {
+	it.Copies = len(copies)
+	if len(copies) == 0 {
+		it.Outcome, it.Detail = Skipped, "replayed meanwhile by another run"
+		return mq.Message{}, false
+	}
+	msg, detail := replayMessage(it.MessageID, copies)
+	it.Topic, it.Key = msg.Topic, msg.Key
+	if detail != "" {
+		it.Outcome, it.Detail = Skipped, detail
+		return msg, false
+	}
+	return msg, true
+}
+
+// record marks the copies of a message the broker took (as brokerID)
+// replayed, in one short transaction, and sets its outcome.
+func record(ctx context.Context, conn *pgxpool.Conn, group string, copies []dlqCopy, brokerID string, it *ReplayItem) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		it.Outcome, it.Detail = Failed, fmt.Sprintf("sent as %s but not marked replayed: %v", brokerID, err)
+		return
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) // no-op after Commit
+	count, err := markReplayed(ctx, tx, group, it.MessageID, copies)
 	if err != nil {
 		// The rollback leaves every row unreplayed: a rerun sends it once more, which consumers dedupe.
-		it.Outcome, it.Detail = Failed, fmt.Sprintf("sent as %s but not marked replayed: %v", res.MsgID, err)
-		return it, nil
+		it.Outcome, it.Detail = Failed, fmt.Sprintf("sent as %s but not marked replayed: %v", brokerID, err)
+		return
 	}
-	it.ReplayCount = count
 	if err := tx.Commit(ctx); err != nil {
 		// Unknown whether the mark was stored: a rerun may send it once more, which consumers dedupe.
-		it.Outcome, it.Detail = Failed, fmt.Sprintf("sent as %s; marking it replayed: commit outcome unknown: %v", res.MsgID, err)
-		return it, nil
+		it.Outcome, it.Detail = Failed, fmt.Sprintf("sent as %s; marking it replayed: commit outcome unknown: %v", brokerID, err)
+		return
 	}
-	it.Outcome, it.BrokerMsgID = Replayed, res.MsgID
-	return it, nil
+	it.Outcome, it.BrokerMsgID, it.ReplayCount = Replayed, brokerID, count
+}
+
+// The advisory lock of one message_id of one group: a pair of int4 keys, the
+// first naming this use (so it does not meet another advisory lock of the
+// database), the second the message. Two messages sharing a hash only make
+// a concurrent run skip one of them (as being replayed), for a later run.
+const (
+	lockSQL   = `SELECT pg_try_advisory_lock(hashtext('seckill.deadletter.replay'), hashtext($1 || '/' || $2))`
+	unlockSQL = `SELECT pg_advisory_unlock(hashtext('seckill.deadletter.replay'), hashtext($1 || '/' || $2))`
+)
+
+// lockMessage takes the message's advisory lock on conn's session if it is
+// free and reports whether it did.
+func lockMessage(ctx context.Context, conn *pgxpool.Conn, group, messageID string) (bool, error) {
+	var held bool
+	if err := conn.QueryRow(ctx, lockSQL, group, messageID).Scan(&held); err != nil {
+		return false, fmt.Errorf("replay %s: lock: %w", messageID, err)
+	}
+	return held, nil
+}
+
+// unlockMessage drops the lock, even after ctx ended; a session that cannot
+// is closed, which drops it too.
+func unlockMessage(ctx context.Context, conn *pgxpool.Conn, group, messageID string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, unlockSQL, group, messageID); err != nil {
+		_ = conn.Conn().Close(ctx) // Release then discards the connection
+	}
+}
+
+// querier is a pool or one of its connections.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// readCopies reads the message's unreplayed copies, oldest first, without
+// locking them.
+func readCopies(ctx context.Context, q querier, group, messageID string) ([]dlqCopy, error) {
+	rows, err := q.Query(ctx, `
+		SELECT quarantine_id, topic, body FROM message_quarantine
+		WHERE source = $1 AND consumer_group = $2 AND message_id = $3 AND replayed_at IS NULL
+		ORDER BY created_at, quarantine_id`, SourceDLQ, group, messageID)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: read its rows: %w", messageID, err)
+	}
+	copies, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dlqCopy, error) {
+		var c dlqCopy
+		return c, r.Scan(&c.id, &c.topic, &c.body)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: read its rows: %w", messageID, err)
+	}
+	return copies, nil
 }
 
 // markReplayed marks the copies replayed and returns the message_id's
@@ -231,7 +315,9 @@ func markReplayed(ctx context.Context, tx pgx.Tx, group, messageID string, copie
 		return 0, err
 	}
 	if len(counts) != len(ids) {
-		// cannot happen while the rows are locked; never report a half-marked replay as done
+		// Some were marked meanwhile (by hand, or by a run that took the lock
+		// after this one's session was lost): never report a half-marked
+		// replay as done.
 		return 0, fmt.Errorf("marked %d of %d rows", len(counts), len(ids))
 	}
 	return counts[0], nil

@@ -2,8 +2,14 @@
 // §10.4): claim a batch by lease in a short transaction (FOR UPDATE SKIP
 // LOCKED), send outside any transaction with the fixed event_id, then mark
 // SENT, or RETRY with exponential backoff, or MANUAL after bounded attempts.
-// An expired lease (a crashed relay) is claimed again. Downstream consumers
-// dedupe by event_id with their own inbox rows.
+// The sends fit the lease: one is begun only when its whole timeout ends
+// before the lease does (less internal/lease's slack for recording it); the
+// rows a slow broker left unstarted are handed back, their attempt not
+// counted, for the next claim (this relay's or another's). So a row's
+// attempt_count counts sends begun, and only a crashed relay's lease
+// expires; such a row is claimed again, counting the dead claim as an
+// attempt (it may have sent). Downstream consumers dedupe by event_id with
+// their own inbox rows.
 package outboxrelay
 
 import (
@@ -19,17 +25,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/seckill/seckill/internal/backoff"
+	"github.com/seckill/seckill/internal/lease"
 	"github.com/seckill/seckill/internal/mq"
 	"github.com/seckill/seckill/internal/reservation"
 )
 
 // Options of a Relay.
 type Options struct {
-	Topic       string
-	Owner       string // lease owner name; unique per relay process
-	Batch       int
-	Lease       time.Duration
-	Interval    time.Duration
+	Topic    string
+	Owner    string // lease owner name; unique per relay process
+	Batch    int
+	Lease    time.Duration
+	Interval time.Duration
+	// SendTimeout bounds one send; one longer than the lease allows
+	// (lease.MaxTimeout) is cut to it.
 	SendTimeout time.Duration
 	MaxAttempts int // then MANUAL
 	BaseBackoff time.Duration
@@ -78,6 +87,11 @@ func New(pool *pgxpool.Pool, pub reservation.Publisher, opt Options, reg prometh
 	if opt.MaxBackoff <= 0 {
 		opt.MaxBackoff = 5 * time.Minute
 	}
+	if capped, cut := lease.Cap(opt.SendTimeout, opt.Lease); cut {
+		log.Warn("outbox.send_timeout_capped", "send_timeout", opt.SendTimeout.String(), "lease", opt.Lease.String(),
+			"capped_to", capped.String())
+		opt.SendTimeout = capped
+	}
 	f := promauto.With(reg)
 	return &Relay{pool: pool, pub: pub, opt: opt, log: log,
 		sent: f.NewCounterVec(prometheus.CounterOpts{Name: "seckill_outbox_send_total",
@@ -119,9 +133,28 @@ type claimed struct {
 	reclaim  bool
 }
 
-// RelayOnce claims one batch, sends it and records the outcomes. It returns
-// how many rows it claimed.
+// RelayOnce claims one batch, sends what its lease covers, records the
+// outcomes and hands back the rest. It returns how many rows it claimed.
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
+	budget := lease.Start(time.Now(), r.opt.Lease) // before the claim: its lease_until is no earlier
+	batch, err := r.claim(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for i, c := range batch {
+		start := time.Now()
+		if ctx.Err() != nil || !budget.Fits(start, r.opt.SendTimeout) {
+			r.handBack(ctx, batch[i:])
+			break
+		}
+		r.send(ctx, c, start.Add(r.opt.SendTimeout))
+	}
+	r.observe(ctx)
+	return len(batch), nil
+}
+
+// claim leases up to Batch due rows, counting an attempt on each.
+func (r *Relay) claim(ctx context.Context) ([]claimed, error) {
 	rows, err := r.pool.Query(ctx, `
 		WITH candidates AS (
 			SELECT event_id, status AS prev_status FROM event_outbox
@@ -139,7 +172,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		RETURNING o.event_id, o.message_key, o.event_type, o.payload::text, o.attempt_count, c.prev_status = 'SENDING'`,
 		r.opt.Batch, r.opt.Owner, r.opt.Lease.String())
 	if err != nil {
-		return 0, fmt.Errorf("claim outbox batch: %w", err)
+		return nil, fmt.Errorf("claim outbox batch: %w", err)
 	}
 	var batch []claimed
 	for rows.Next() {
@@ -147,7 +180,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		var payload string
 		if err := rows.Scan(&c.eventID, &c.key, &c.typ, &payload, &c.attempts, &c.reclaim); err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("scan outbox row: %w", err)
+			return nil, fmt.Errorf("scan outbox row: %w", err)
 		}
 		c.payload = []byte(payload)
 		if c.reclaim {
@@ -158,17 +191,38 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("claim outbox batch: %w", err)
+		return nil, fmt.Errorf("claim outbox batch: %w", err)
 	}
-	for _, c := range batch {
-		r.send(ctx, c)
-	}
-	r.observe(ctx)
-	return len(batch), nil
+	return batch, nil
 }
 
-func (r *Relay) send(ctx context.Context, c claimed) {
-	sctx, cancel := context.WithTimeout(ctx, r.opt.SendTimeout)
+// handBack returns claimed rows whose send was not begun (what is left of
+// the lease cannot cover one, or the relay stops): the claim's attempt is
+// taken back and the rows are due at once, for any relay. Rows no longer
+// ours are left alone. Should it fail, the rows come back when the lease
+// ends, as a crashed relay's do.
+func (r *Relay) handBack(ctx context.Context, rest []claimed) {
+	ids := make([]uuid.UUID, len(rest))
+	for i, c := range rest {
+		ids[i] = c.eventID
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease.Slack(r.opt.Lease))
+	defer cancel()
+	tag, err := r.pool.Exec(ctx, `
+		UPDATE event_outbox SET status = CASE WHEN attempt_count <= 1 THEN 'PENDING' ELSE 'RETRY' END,
+		       attempt_count = attempt_count - 1, lease_owner = NULL, lease_until = NULL
+		WHERE event_id = ANY($1) AND status = 'SENDING' AND lease_owner = $2`, ids, r.opt.Owner)
+	if err != nil {
+		r.log.Warn("outbox.hand_back_failed", "rows", len(ids), "error", err)
+		return
+	}
+	r.log.Info("outbox.handed_back", "rows", tag.RowsAffected(), "send_timeout", r.opt.SendTimeout.String(),
+		"lease", r.opt.Lease.String())
+}
+
+// send sends c, done by sendBy (within its lease), and records the outcome.
+func (r *Relay) send(ctx context.Context, c claimed, sendBy time.Time) {
+	sctx, cancel := context.WithDeadline(ctx, sendBy)
 	_, err := r.pub.Send(sctx, mq.Message{Topic: r.opt.Topic, Key: c.key, Tag: c.typ, ID: c.eventID.String(), Body: c.payload})
 	cancel()
 	if err == nil {

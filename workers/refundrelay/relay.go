@@ -5,6 +5,11 @@
 // run), starts the payment's RefundWorkflow with its fixed ID, and looks at
 // the task again until FinishRefund marks it DONE, so a refund whose start
 // failed (Temporal down, a crash) or whose workflow was lost is started again.
+// The starts fit the lease: each is bounded by StartTimeout and begun only
+// when it ends before the lease does (less internal/lease's slack); the
+// tasks a slow Temporal left unstarted are handed back, their attempt not
+// counted. So no task is started by two relays at once, and attempt_count
+// counts starts begun (and a crashed relay's claim).
 package refundrelay
 
 import (
@@ -21,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/seckill/seckill/internal/backoff"
+	"github.com/seckill/seckill/internal/lease"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -29,10 +35,14 @@ type Options struct {
 	TaskQueue string
 	Interval  time.Duration // between polls when nothing was due
 	Batch     int
-	// Recheck is when a started refund is looked at again if it is not done.
+	// Recheck is when a started refund is looked at again if it is not done;
+	// it is also the claim's lease.
 	Recheck     time.Duration
 	BaseBackoff time.Duration // after a failed start; doubles, capped at MaxBackoff
 	MaxBackoff  time.Duration
+	// StartTimeout bounds one workflow start (default 10 s); one longer than
+	// the lease allows (lease.MaxTimeout of Recheck) is cut to it.
+	StartTimeout time.Duration
 }
 
 // Relay starts refunds until they are done.
@@ -66,6 +76,14 @@ func New(pool *pgxpool.Pool, tc workflows.Starter, opt Options, reg prometheus.R
 	}
 	if opt.MaxBackoff <= 0 {
 		opt.MaxBackoff = time.Minute
+	}
+	if opt.StartTimeout <= 0 {
+		opt.StartTimeout = 10 * time.Second
+	}
+	if capped, cut := lease.Cap(opt.StartTimeout, opt.Recheck); cut {
+		log.Warn("refund.start_timeout_capped", "start_timeout", opt.StartTimeout.String(), "recheck", opt.Recheck.String(),
+			"capped_to", capped.String())
+		opt.StartTimeout = capped
 	}
 	f := promauto.With(reg)
 	return &Relay{pool: pool, tc: tc, opt: opt, log: log,
@@ -103,12 +121,34 @@ type task struct {
 	activityID int64
 	skuID      int64
 	attempts   int
+	leaseEnd   time.Time // next_attempt_at as the claim set it
 }
 
-// Once claims the due refund tasks, starts their workflows and returns how
-// many it claimed.
+// Once claims the due refund tasks, starts the workflows its lease covers,
+// hands back the rest and returns how many it claimed.
 func (r *Relay) Once(ctx context.Context) (int, error) {
 	r.gauges(ctx)
+	budget := lease.Start(time.Now(), r.opt.Recheck) // before the claim: its lease ends no earlier
+	tasks, err := r.claim(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for i, t := range tasks {
+		start := time.Now()
+		if ctx.Err() != nil || !budget.Fits(start, r.opt.StartTimeout) {
+			r.handBack(ctx, tasks[i:])
+			break
+		}
+		sctx, cancel := context.WithDeadline(ctx, start.Add(r.opt.StartTimeout))
+		r.start(ctx, sctx, t)
+		cancel()
+	}
+	return len(tasks), nil
+}
+
+// claim pushes the due tasks' next attempt a Recheck forward (their lease),
+// counting an attempt on each.
+func (r *Relay) claim(ctx context.Context) ([]task, error) {
 	rows, err := r.pool.Query(ctx, `
 		WITH due AS (
 			SELECT payment_id FROM refund_task
@@ -117,26 +157,46 @@ func (r *Relay) Once(ctx context.Context) (int, error) {
 		UPDATE refund_task t SET next_attempt_at = clock_timestamp() + $2::interval, attempt_count = attempt_count + 1,
 		       updated_at = clock_timestamp()
 		FROM due WHERE t.payment_id = due.payment_id
-		RETURNING t.payment_id, t.activity_id, t.sku_id, t.attempt_count`, r.opt.Batch, r.opt.Recheck.String())
+		RETURNING t.payment_id, t.activity_id, t.sku_id, t.attempt_count, t.next_attempt_at`, r.opt.Batch, r.opt.Recheck.String())
 	if err != nil {
-		return 0, fmt.Errorf("claim refund tasks: %w", err)
+		return nil, fmt.Errorf("claim refund tasks: %w", err)
 	}
 	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (task, error) {
 		var t task
-		err := row.Scan(&t.paymentID, &t.activityID, &t.skuID, &t.attempts)
+		err := row.Scan(&t.paymentID, &t.activityID, &t.skuID, &t.attempts, &t.leaseEnd)
 		return t, err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("claim refund tasks: %w", err)
+		return nil, fmt.Errorf("claim refund tasks: %w", err)
 	}
-	for _, t := range tasks {
-		r.start(ctx, t)
-	}
-	return len(tasks), nil
+	return tasks, nil
 }
 
-func (r *Relay) start(ctx context.Context, t task) {
-	err := workflows.StartRefund(ctx, r.tc, r.opt.TaskQueue, workflows.RefundInput{PaymentID: t.paymentID, ActivityID: t.activityID, SKUID: t.skuID})
+// handBack makes claimed tasks whose start was not begun due again at once,
+// taking the claim's attempt back; a task claimed anew meanwhile (its
+// next_attempt_at moved) or done is left alone. Should it fail, the tasks
+// come back when the lease ends.
+func (r *Relay) handBack(ctx context.Context, rest []task) {
+	ids := make([]uuid.UUID, len(rest))
+	ends := make([]time.Time, len(rest))
+	for i, t := range rest {
+		ids[i], ends[i] = t.paymentID, t.leaseEnd
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease.Slack(r.opt.Recheck))
+	defer cancel()
+	if _, err := r.pool.Exec(ctx, `
+		UPDATE refund_task t SET next_attempt_at = clock_timestamp(), attempt_count = t.attempt_count - 1,
+		       updated_at = clock_timestamp()
+		FROM unnest($1::uuid[], $2::timestamptz[]) AS c(payment_id, lease_end)
+		WHERE t.payment_id = c.payment_id AND t.next_attempt_at = c.lease_end AND t.status IN ('PENDING', 'STARTED')`,
+		ids, ends); err != nil {
+		r.log.Warn("refund.hand_back_failed", "tasks", len(ids), "error", err)
+	}
+}
+
+// start starts t's refund within sctx (its lease) and records the outcome with ctx.
+func (r *Relay) start(ctx, sctx context.Context, t task) {
+	err := workflows.StartRefund(sctx, r.tc, r.opt.TaskQueue, workflows.RefundInput{PaymentID: t.paymentID, ActivityID: t.activityID, SKUID: t.skuID})
 	if err != nil {
 		r.started.WithLabelValues("failed").Inc()
 		retry := backoff.Exponential(r.opt.BaseBackoff, r.opt.MaxBackoff, t.attempts)

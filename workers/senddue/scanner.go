@@ -1,7 +1,11 @@
 // Package senddue is the send-due scanner (seed §7.2, §10.2): it re-sends
 // ORDER_CREATE_REQUESTED for reservations the gateway could not confirm as
 // sent, with the same message_id, claiming work by lease so that several
-// scanners can run at once and a crashed one loses nothing. It never gives
+// scanners can run at once and a crashed one loses nothing. A claim is
+// sized to its lease: at most Concurrency items, all sent at once, each
+// send begun only when its whole timeout ends before the lease does (less
+// internal/lease's slack for recording it), so no item is still being sent
+// when its lease runs out and another scanner may claim it. It never gives
 // up: an unsent reservation is retried at a capped backoff for as long as it
 // is RESERVED in Redis, and a published one still unsettled past its business
 // deadline is re-sent now and then (reconciliation rejects it durably).
@@ -19,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/backoff"
+	"github.com/seckill/seckill/internal/lease"
 	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/skuloop"
@@ -31,8 +36,10 @@ type Options struct {
 	Topic       string
 	Interval    time.Duration // between scans when nothing was due
 	Lease       time.Duration // how long a claim is ours
-	Batch       int           // items claimed per SKU per scan
-	Concurrency int           // sends in flight
+	Batch       int           // items handled per SKU per scan
+	Concurrency int           // sends in flight, and items per claim
+	// SendTimeout bounds one send; one longer than the lease allows
+	// (lease.MaxTimeout) is cut to it.
 	SendTimeout time.Duration
 	BaseBackoff time.Duration // first retry delay; doubles per attempt
 	MaxBackoff  time.Duration // the cap: an outage of any length is retried at this pace
@@ -88,6 +95,11 @@ func New(rdb redis.Cmdable, pub reservation.Publisher, opt Options, m *metrics.R
 	}
 	if opt.ActiveSKUs == "" {
 		opt.ActiveSKUs = lua.ActiveSKUs
+	}
+	if capped, cut := lease.Cap(opt.SendTimeout, opt.Lease); cut {
+		log.Warn("senddue.send_timeout_capped", "send_timeout", opt.SendTimeout.String(), "lease", opt.Lease.String(),
+			"capped_to", capped.String())
+		opt.SendTimeout = capped
 	}
 	s := &Scanner{rdb: rdb, pub: pub, opt: opt, m: m, log: log, now: time.Now}
 	// An unsent item is claimed again at least every MaxBackoff + Lease by
@@ -155,31 +167,45 @@ func (s *Scanner) ScanOnce(ctx context.Context) (int, error) {
 	return handled, pass.Err()
 }
 
+// scanSKU handles up to Batch due items of one SKU, one claim of at most
+// Concurrency items at a time: every item of a claim is sent at once, so a
+// claim's work is one send timeout, inside its lease whatever the broker's
+// pace.
 func (s *Scanner) scanSKU(ctx context.Context, k lua.Keys) (handled int, size int64, err error) {
-	now := s.now()
 	size, _ = s.rdb.ZCard(ctx, k.SendDue()).Result()
-	claimed, err := lua.SendClaim(ctx, s.rdb, k, lua.SendClaimArgs{NowMS: now.UnixMilli(),
-		LeaseUntilMS: now.Add(s.opt.Lease).UnixMilli(), Max: s.opt.Batch})
-	if err != nil {
-		return 0, size, fmt.Errorf("claim send_due of %s: %w", k.SendDue(), err)
+	for handled < s.opt.Batch && ctx.Err() == nil {
+		want := min(s.opt.Concurrency, s.opt.Batch-handled)
+		n, err := s.claimAndSend(ctx, k, want)
+		handled += n
+		if err != nil {
+			return handled, size, err
+		}
+		if n < want {
+			break // nothing more due
+		}
 	}
-	sem := make(chan struct{}, s.opt.Concurrency)
-	var wg sync.WaitGroup
-	for _, c := range claimed {
-		rid := c.ReservationID
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			s.resend(ctx, k, rid)
-		}()
-	}
-	wg.Wait()
-	return len(claimed), size, nil
+	return handled, size, nil
 }
 
-func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string) {
+// claimAndSend lease-claims up to max due items of k and sends them all at
+// once under the claim's lease budget.
+func (s *Scanner) claimAndSend(ctx context.Context, k lua.Keys, max int) (int, error) {
+	budget := lease.Start(time.Now(), s.opt.Lease) // before the claim: the claim's lease ends no earlier
+	now := s.now()
+	claimed, err := lua.SendClaim(ctx, s.rdb, k, lua.SendClaimArgs{NowMS: now.UnixMilli(),
+		LeaseUntilMS: now.Add(s.opt.Lease).UnixMilli(), Max: max})
+	if err != nil {
+		return 0, fmt.Errorf("claim send_due of %s: %w", k.SendDue(), err)
+	}
+	var wg sync.WaitGroup
+	for _, c := range claimed {
+		wg.Go(func() { s.resend(ctx, k, c.ReservationID, budget) })
+	}
+	wg.Wait()
+	return len(claimed), nil
+}
+
+func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string, budget lease.Budget) {
 	rid, err := uuid.Parse(ridText)
 	if err != nil {
 		s.log.Error("senddue.bad_member", "member", ridText, "error", err)
@@ -188,6 +214,13 @@ func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string) {
 	}
 	f, ok := s.pending(ctx, k, rid, ridText)
 	if !ok {
+		return
+	}
+	start := time.Now()
+	if !budget.Fits(start, s.opt.SendTimeout) {
+		// Reading it took most of the lease (Redis slow): neither sent nor
+		// counted; it is due again when the lease ends.
+		s.log.Warn("senddue.lease_too_short_to_send", "reservation_id", ridText, "send_timeout", s.opt.SendTimeout.String())
 		return
 	}
 	now := s.now()
@@ -203,7 +236,7 @@ func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string) {
 		s.log.Info("reservation.mq_resend_claimed", "reservation_id", ridText, "message_id", f.MessageID,
 			"attempt_count", f.SendAttempts+1)
 	}
-	sctx, cancel := context.WithTimeout(ctx, s.opt.SendTimeout)
+	sctx, cancel := context.WithDeadline(ctx, start.Add(s.opt.SendTimeout)) // by the budget's deadline
 	defer cancel()
 	outcome, errText := reservation.Send(sctx, s.pub, s.opt.Topic, f)
 	s.m.Resend.Inc()
