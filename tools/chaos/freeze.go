@@ -244,6 +244,9 @@ func (c *Cluster) probe(ctx context.Context) {
 		return
 	}
 	var last string
+	// A request under way when the freeze ends runs to its answer (or the
+	// client's timeout): cancelling it would count as no answer.
+	rctx := context.WithoutCancel(ctx)
 	for user := int64(1); ctx.Err() == nil; user++ {
 		tok, err := c.auth.Mint(int64(1)<<40+user, time.Hour)
 		if err != nil {
@@ -253,11 +256,11 @@ func (c *Cluster) probe(ctx context.Context) {
 		var out struct {
 			ReservationID string `json:"reservation_id"`
 		}
-		if st, _ := c.once(ctx, hc, http.MethodPost, path, tok, uuid.NewString(), &out); st == http.StatusAccepted {
+		if st, _ := c.once(rctx, hc, http.MethodPost, path, tok, uuid.NewString(), &out); st == http.StatusAccepted {
 			last = out.ReservationID
 		}
 		if last != "" {
-			_, _ = c.once(ctx, hc, http.MethodGet, path+"/"+last, tok, "", nil)
+			_, _ = c.once(rctx, hc, http.MethodGet, path+"/"+last, tok, "", nil)
 		}
 		_ = waitGone(ctx, probeEvery)
 	}
