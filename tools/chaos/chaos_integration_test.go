@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/tools/chaos"
@@ -26,6 +27,23 @@ func buildSeckill(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// startCluster creates and starts the cluster of the real binary on the
+// stack, its logs in a directory of the test's; the caller closes it.
+func startCluster(ctx context.Context, t *testing.T, cfg config.Config) (*chaos.Cluster, string) {
+	t.Helper()
+	logs := t.TempDir()
+	c, err := chaos.NewCluster(ctx, chaos.ClusterOptions{Bin: buildSeckill(t), Dir: logs, Config: cfg,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	return c, logs
 }
 
 // The crash-point matrix, short form (docs/chaos.md has the soak): each of
@@ -46,16 +64,8 @@ func TestCrashPointMatrix(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	logs := t.TempDir()
-	c, err := chaos.NewCluster(ctx, chaos.ClusterOptions{Bin: buildSeckill(t), Dir: logs, Config: cfg,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, logs := startCluster(ctx, t, cfg)
 	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	for _, mode := range []struct {
 		name     string
 		runs     int

@@ -3,8 +3,6 @@ package chaos_test
 import (
 	"bytes"
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,16 +25,8 @@ func TestFreezeSoak(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	logs := t.TempDir()
-	c, err := chaos.NewCluster(ctx, chaos.ClusterOptions{Bin: buildSeckill(t), Dir: logs, Config: cfg,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, logs := startCluster(ctx, t, cfg)
 	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
