@@ -120,7 +120,8 @@ func (a *Authenticator) verify(token string) (int64, time.Time, error) {
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
 		jwt.WithTimeFunc(a.now),
-		jwt.WithLeeway(leeway))
+		jwt.WithLeeway(leeway),
+		jwt.WithStrictDecoding())
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
 	}

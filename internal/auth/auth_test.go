@@ -200,3 +200,20 @@ func BenchmarkUser(b *testing.B) {
 		}
 	})
 }
+
+// TestRefusesNonCanonicalSignature: a 32-byte HS256 signature leaves two
+// spare bits in its last base64url character; a token whose spare bits are
+// set decodes to the same signature but is another string, and is refused.
+func TestRefusesNonCanonicalSignature(t *testing.T) {
+	a := newTestAuth(t)
+	tok, err := a.Mint(42, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, tok[len(tok)-1])
+	mutated := tok[:len(tok)-1] + string(alphabet[last^1])
+	if _, err := a.User(mutated); err == nil {
+		t.Fatalf("token with non-canonical signature bits accepted")
+	}
+}
