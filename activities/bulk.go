@@ -139,23 +139,6 @@ func (b *BulkRepair) SignalRepair(ctx context.Context, workflowID string, req Re
 	return true, nil
 }
 
-// BulkItem is what a bulk repair did to one saga.
-type BulkItem struct {
-	WorkflowID string
-	// Outcome: APPLIED (signalled), WOULD_APPLY (dry run), REFUSED (the
-	// repair does not fit its state: Reason), SKIPPED (not running any more).
-	Outcome string
-	Reason  string `json:",omitempty"`
-}
-
-// Outcomes of one saga in a bulk repair.
-const (
-	BulkApplied    = "APPLIED"
-	BulkWouldApply = "WOULD_APPLY"
-	BulkRefused    = "REFUSED"
-	BulkSkipped    = "SKIPPED"
-)
-
 // BulkBatch is one page of sagas to repair the same way.
 type BulkBatch struct {
 	WorkflowIDs    []string
@@ -171,12 +154,14 @@ type BulkBatch struct {
 }
 
 // RepairBatch checks each saga's repair against PostgreSQL and (unless a
-// dry run) signals the ones it fits, paced at PerSecond. It heartbeats its
+// dry run) signals the ones it fits, paced at PerSecond. Only bulk repairs
+// started before RepairSlice existed call it (their history schedules it);
+// it goes once none of them runs. It heartbeats its
 // position: a retried attempt carries on from there (signalling again would
 // be harmless: the repair_ids are fixed).
-func (b *BulkRepair) RepairBatch(ctx context.Context, in BulkBatch) ([]BulkItem, error) {
+func (b *BulkRepair) RepairBatch(ctx context.Context, in BulkBatch) ([]repairs.BulkItem, error) {
 	pace := time.Duration(float64(time.Second) / max(in.PerSecond, 0.001))
-	out := make([]BulkItem, 0, len(in.WorkflowIDs))
+	out := make([]repairs.BulkItem, 0, len(in.WorkflowIDs))
 	start := 0
 	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &start, &out)
@@ -190,7 +175,7 @@ func (b *BulkRepair) RepairBatch(ctx context.Context, in BulkBatch) ([]BulkItem,
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, i+1, out)
 		}
-		if it.Outcome == BulkApplied {
+		if it.Outcome == repairs.BulkApplied {
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
@@ -201,40 +186,55 @@ func (b *BulkRepair) RepairBatch(ctx context.Context, in BulkBatch) ([]BulkItem,
 	return out, nil
 }
 
-func (b *BulkRepair) repairOne(ctx context.Context, in BulkBatch, id string) (BulkItem, error) {
-	it := BulkItem{WorkflowID: id}
+func (b *BulkRepair) repairOne(ctx context.Context, in BulkBatch, id string) (repairs.BulkItem, error) {
+	it, err := b.decide(ctx, in, id)
+	if err != nil || it.Outcome != "" {
+		return it, err
+	}
+	return b.send(ctx, in, it)
+}
+
+// decide checks the repair of one saga against PostgreSQL: the item comes
+// back REFUSED (with the reason), WOULD_APPLY (a dry run) or with no outcome
+// yet (to be sent).
+func (b *BulkRepair) decide(ctx context.Context, in BulkBatch, id string) (repairs.BulkItem, error) {
+	it := repairs.BulkItem{WorkflowID: id}
 	refuse, err := b.CheckRepair(ctx, id, in.Action)
 	switch {
 	case err != nil:
 		return it, err
 	case refuse != "":
-		it.Outcome, it.Reason = BulkRefused, refuse
-		return it, nil
+		it.Outcome, it.Reason = repairs.BulkRefused, refuse
 	case in.DryRun:
-		it.Outcome = BulkWouldApply
-		return it, nil
+		it.Outcome = repairs.BulkWouldApply
 	}
-	req := RepairRequest{Action: in.Action, RepairID: in.RepairIDPrefix + id, Operator: in.Operator, Reason: in.Reason}
+	return it, nil
+}
+
+// send sends the repair decide let through: APPLIED, or SKIPPED when the
+// saga no longer runs (with Resume, it is started again instead).
+func (b *BulkRepair) send(ctx context.Context, in BulkBatch, it repairs.BulkItem) (repairs.BulkItem, error) {
+	req := RepairRequest{Action: in.Action, RepairID: in.RepairIDPrefix + it.WorkflowID, Operator: in.Operator, Reason: in.Reason}
 	if in.Resume {
 		return b.resumeOne(ctx, it, req)
 	}
-	sent, err := b.SignalRepair(ctx, id, req)
+	sent, err := b.SignalRepair(ctx, it.WorkflowID, req)
 	if err != nil {
 		return it, err
 	}
-	it.Outcome = BulkApplied
+	it.Outcome = repairs.BulkApplied
 	if !sent {
-		it.Outcome, it.Reason = BulkSkipped, "the saga is not running any more"
+		it.Outcome, it.Reason = repairs.BulkSkipped, "the saga is not running any more"
 	}
 	return it, nil
 }
 
 // resumeOne sends req to the saga of it, starting it again from PostgreSQL
 // if it does not run.
-func (b *BulkRepair) resumeOne(ctx context.Context, it BulkItem, req RepairRequest) (BulkItem, error) {
+func (b *BulkRepair) resumeOne(ctx context.Context, it repairs.BulkItem, req RepairRequest) (repairs.BulkItem, error) {
 	rid, err := uuid.Parse(strings.TrimPrefix(it.WorkflowID, reservationPrefix))
 	if err != nil {
-		it.Outcome, it.Reason = BulkRefused, "not a reservation saga: "+it.WorkflowID
+		it.Outcome, it.Reason = repairs.BulkRefused, "not a reservation saga: "+it.WorkflowID
 		return it, nil
 	}
 	m, err := inventory.Message(ctx, b.pool, rid)
@@ -244,6 +244,6 @@ func (b *BulkRepair) resumeOne(ctx context.Context, it BulkItem, req RepairReque
 	if err := b.resume(ctx, m, req); err != nil {
 		return it, err
 	}
-	it.Outcome = BulkApplied
+	it.Outcome = repairs.BulkApplied
 	return it, nil
 }

@@ -33,15 +33,34 @@ type BulkRepairInput struct {
 	DryRun         bool
 	// PerSecond paces the signals (at most this many a second).
 	PerSecond float64
-	// Limit stops after this many sagas (a bounded history).
+	// Limit stops after this many sagas repaired (APPLIED, or WOULD_APPLY
+	// in a dry run); refused and skipped ones do not count, so the same
+	// repair run again goes on with the rest.
 	Limit int
+	// Progress is where a bulk repair that continued as new stands (set by
+	// the workflow itself, never by a caller).
+	Progress *BulkRepairProgress `json:",omitempty"`
+}
+
+// BulkRepairProgress is carried from one run of a bulk repair to the next
+// (continue-as-new at a page boundary keeps the history short).
+type BulkRepairProgress struct {
+	BulkID string
+	Page   []byte // the next page to list
+	Listed int
+	Tally  activities.BulkTally
+	Wait   time.Duration `json:",omitempty"`
 }
 
 // BulkRepairItem is what happened to one saga.
 type BulkRepairItem = activities.BulkItem
 
-// BulkRepairReport is the workflow's result.
+// BulkRepairReport is the workflow's result: the counts. What it did to
+// each saga is in bulk_repair_item under BulkID (activities.BulkItems, the
+// CLI's `repair bulk-items`); only bulk repairs of the old shape
+// (bulkRepairV0) carry Items.
 type BulkRepairReport struct {
+	BulkID          string `json:",omitempty"`
 	Query, Action   string
 	DryRun          bool
 	Listed          int
@@ -49,7 +68,7 @@ type BulkRepairReport struct {
 	Refused         int
 	Skipped         int
 	Truncated       bool
-	Items           []BulkRepairItem
+	Items           []BulkRepairItem `json:",omitempty"`
 	RefusedByReason map[string]int
 }
 
@@ -77,79 +96,120 @@ func ValidateBulkRepair(in BulkRepairInput) error {
 		return errors.New("--operator is required (1-128 characters): who is doing this")
 	case strings.TrimSpace(in.Reason) == "" || len(in.Reason) > 2000:
 		return errors.New("--reason is required (1-2000 characters): why, with the evidence or incident id")
-	case in.PerSecond <= 0 || in.PerSecond > 1000:
-		return fmt.Errorf("--rate %v: want a number of signals a second between 0 and 1000", in.PerSecond)
+	case !(in.PerSecond >= minBulkRate && in.PerSecond <= 1000):
+		return fmt.Errorf("--rate %v: want a number of signals a second from %.6f (one a day) to 1000", in.PerSecond, minBulkRate)
+	case in.Progress != nil:
+		return errors.New("progress is the workflow's own (continue-as-new), not an input")
 	case in.Limit <= 0 || in.Limit > 100000:
 		return fmt.Errorf("--limit %d: want between 1 and 100000", in.Limit)
 	}
 	return nil
 }
 
+// minBulkRate is the slowest pace: one signal a day.
+const minBulkRate = 1.0 / 86400
+
 // BulkRepairWorkflowIDPrefix starts every bulk repair's workflow ID.
 const BulkRepairWorkflowIDPrefix = "bulk-repair-"
 
 var bulkAct *activities.BulkRepair
 
-// BulkRepairWorkflow lists the sagas of in.Query, checks the repair against
-// PostgreSQL for each (refused ones are reported with their reason and not
-// signalled), and signals the others with a fixed repair_id, paced at
-// in.PerSecond. With DryRun nothing is signalled: the report says what
-// would happen. The saga itself validates and records each repair again
-// (ApplyRepair), so a state that changed between the check and the signal is
-// refused there.
+// BulkRepairWorkflow lists the sagas of in.Query (or the MANUAL_REVIEW
+// reservations of in.ManualReviewOf), checks the repair against PostgreSQL
+// for each (refused ones are recorded with their reason and not signalled),
+// and signals the others with a fixed repair_id, at most in.PerSecond, until
+// in.Limit sagas are repaired. With DryRun nothing is signalled: the report
+// says what would happen. The saga itself validates and records each repair
+// again (ApplyRepair), so a state that changed between the check and the
+// signal is refused there. Every outcome goes to bulk_repair_item as it
+// happens; the result holds only counts, and the workflow continues as new
+// at a page boundary when its history grows, so neither the result nor the
+// history grows with the number of sagas.
 func BulkRepairWorkflow(ctx workflow.Context, in BulkRepairInput) (BulkRepairReport, error) {
-	rep := BulkRepairReport{Query: in.Query, Action: in.Action, DryRun: in.DryRun, RefusedByReason: map[string]int{}}
-	listCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 10},
-	})
-	batchCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Hour, HeartbeatTimeout: time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 10},
-	})
-	var page []byte
-	for rep.Listed < in.Limit {
-		var p activities.ListPage
-		list := workflow.ExecuteActivity(listCtx, bulkAct.ListSagas, in.Query, page)
-		if in.ManualReviewOf != 0 { // chosen by the input: runs without it replay as they ran
-			list = workflow.ExecuteActivity(listCtx, bulkAct.ListManualReview, in.ManualReviewOf, page)
-		}
-		if err := list.Get(ctx, &p); err != nil {
-			return rep, err
-		}
-		ids := p.WorkflowIDs
-		if rep.Listed+len(ids) > in.Limit {
-			ids, rep.Truncated = ids[:in.Limit-rep.Listed], true
-		}
-		rep.Listed += len(ids)
-		var items []activities.BulkItem
-		if err := workflow.ExecuteActivity(batchCtx, bulkAct.RepairBatch, activities.BulkBatch{WorkflowIDs: ids, Action: in.Action,
-			RepairIDPrefix: in.RepairIDPrefix, Operator: in.Operator, Reason: in.Reason, DryRun: in.DryRun,
-			PerSecond: in.PerSecond, Resume: in.ManualReviewOf != 0}).Get(ctx, &items); err != nil {
-			return rep, err
-		}
-		for _, it := range items {
-			rep.add(it)
-		}
-		if len(p.NextPage) == 0 {
-			break
-		}
-		page = p.NextPage
+	if workflow.GetVersion(ctx, bulkSlicedChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return bulkRepairV0(ctx, in)
 	}
-	return rep, nil
+	return bulkRepairSliced(ctx, in)
 }
 
-func (r *BulkRepairReport) add(it BulkRepairItem) {
-	r.Items = append(r.Items, it)
-	switch it.Outcome {
-	case BulkApplied:
-		r.Applied++
-	case BulkWouldApply:
-		r.Would++
-	case BulkRefused:
-		r.Refused++
-		r.RefusedByReason[it.Reason]++
-	case BulkSkipped:
-		r.Skipped++
+// bulkSlicedChange marks the shape that records items in PostgreSQL and
+// works in slices (bulkRepairSliced).
+const bulkSlicedChange = "bulk-repair-sliced"
+
+// bulkHistoryBudget: past this many events, the next page starts a new run.
+var bulkHistoryBudget = 10000
+
+func bulkRepairSliced(ctx workflow.Context, in BulkRepairInput) (BulkRepairReport, error) {
+	p := BulkRepairProgress{}
+	if in.Progress != nil {
+		p = *in.Progress
+	} else {
+		info := workflow.GetInfo(ctx)
+		p.BulkID = info.WorkflowExecution.ID + "/" + info.WorkflowExecution.RunID
 	}
+	retry := &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 10}
+	listCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: retry})
+	sliceCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: activities.BulkSliceTimeout, HeartbeatTimeout: time.Minute, RetryPolicy: retry})
+	for {
+		var page activities.ListPage
+		var list workflow.Future
+		if in.ManualReviewOf != 0 {
+			list = workflow.ExecuteActivity(listCtx, bulkAct.ListManualReview, in.ManualReviewOf, p.Page)
+		} else {
+			list = workflow.ExecuteActivity(listCtx, bulkAct.ListSagas, in.Query, p.Page)
+		}
+		if err := list.Get(ctx, &page); err != nil {
+			return bulkReport(in, p, false), err
+		}
+		for done := 0; done < len(page.WorkflowIDs); {
+			if p.Tally.Repaired() >= in.Limit {
+				return bulkReport(in, p, true), nil
+			}
+			if err := bulkPace(ctx, &p); err != nil {
+				return bulkReport(in, p, false), err
+			}
+			var r activities.BulkSliceResult
+			if err := workflow.ExecuteActivity(sliceCtx, bulkAct.RepairSlice, activities.BulkSlice{
+				BulkBatch: activities.BulkBatch{WorkflowIDs: page.WorkflowIDs[done:], Action: in.Action, RepairIDPrefix: in.RepairIDPrefix,
+					Operator: in.Operator, Reason: in.Reason, DryRun: in.DryRun, PerSecond: in.PerSecond, Resume: in.ManualReviewOf != 0},
+				BulkID: p.BulkID, Quota: in.Limit - p.Tally.Repaired(), Wait: p.Wait,
+			}).Get(ctx, &r); err != nil {
+				return bulkReport(in, p, false), err
+			}
+			done += r.Done
+			p.Listed += r.Done
+			p.Tally.Merge(r.Tally) //workflowcheck:ignore sums counts from a map: the order does not matter
+			p.Wait = r.Wait
+		}
+		if len(page.NextPage) == 0 {
+			return bulkReport(in, p, false), nil
+		}
+		p.Page = page.NextPage
+		if p.Tally.Repaired() >= in.Limit {
+			return bulkReport(in, p, true), nil
+		}
+		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= bulkHistoryBudget {
+			in.Progress = &p
+			return BulkRepairReport{}, workflow.NewContinueAsNewError(ctx, BulkRepairWorkflow, in)
+		}
+	}
+}
+
+// bulkPace waits out, with a timer, a pace longer than a slice waits itself.
+func bulkPace(ctx workflow.Context, p *BulkRepairProgress) error {
+	if p.Wait <= activities.BulkSliceMaxWait {
+		return nil
+	}
+	if err := workflow.Sleep(ctx, p.Wait); err != nil {
+		return err
+	}
+	p.Wait = 0
+	return nil
+}
+
+func bulkReport(in BulkRepairInput, p BulkRepairProgress, truncated bool) BulkRepairReport {
+	return BulkRepairReport{BulkID: p.BulkID, Query: in.Query, Action: in.Action, DryRun: in.DryRun, Listed: p.Listed,
+		Applied: p.Tally.Applied, Would: p.Tally.Would, Refused: p.Tally.Refused, Skipped: p.Tally.Skipped,
+		Truncated: truncated, RefusedByReason: p.Tally.RefusedByReason}
 }
