@@ -96,7 +96,7 @@ fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "fuzz $$pkg $$fn for $(FUZZ_TIME)"; $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZ_TIME) $$pkg; done
 
-## lint: gofmt, go vet (with and without failpoints), the architecture rules (tools/archlint), workflowcheck (workflow code stays deterministic), gosec, promtool check/test rules (deploy/prometheus)
+## lint: gofmt, go vet (with and without failpoints), the architecture rules (tools/archlint: layers, sizes, no development package in bin/seckill), workflowcheck (workflow code stays deterministic), gosec, promtool check/test rules (deploy/prometheus)
 lint: promtool-rules
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
