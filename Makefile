@@ -4,7 +4,11 @@ GO ?= go
 empty :=
 space := $(empty) $(empty)
 comma := ,
+# bin/seckill is the production binary (the image's: api, worker, migrate and
+# the operator commands); bin/seckill-dev adds the development commands
+# (stack, smoke, demo, paysim, bench, chaos) to the same ones.
 BIN := bin/seckill
+DEV_BIN := bin/seckill-dev
 export SECKILL_INTEGRATION ?= 1
 # The local stack runs with the public development secrets; a production
 # deployment refuses them (internal/config: SECKILL_ENV).
@@ -16,6 +20,7 @@ export SECKILL_SCHEMATHESIS ?= $(CURDIR)/.stack/venv/bin/st
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill
+	$(GO) build -o $(DEV_BIN) ./cmd/seckill-dev
 
 ## up: start the local stack (installs what is missing) and migrate the database
 up: build
@@ -34,12 +39,12 @@ migrate: build
 
 ## run: bring the stack up, prove every service works, then run a flash sale end to end
 run: up
-	$(BIN) smoke
-	SECKILL_LOG_LEVEL=$${SECKILL_LOG_LEVEL:-warn} $(BIN) demo
+	$(DEV_BIN) smoke
+	SECKILL_LOG_LEVEL=$${SECKILL_LOG_LEVEL:-warn} $(DEV_BIN) demo
 
 ## bench: reservation hot path: raw redis-benchmark EVALSHA vs the HTTP gateway
 bench: up
-	$(BIN) bench reserve
+	$(DEV_BIN) bench reserve
 
 ## test: bring the stack up, then lint and run every test (unit + integration)
 # The whole-sale e2e tests and the crash-point matrix each drive hundreds of
@@ -91,7 +96,7 @@ fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "fuzz $$pkg $$fn for $(FUZZ_TIME)"; $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZ_TIME) $$pkg; done
 
-## lint: gofmt, go vet (with and without failpoints), the architecture rules (tools/archlint), workflowcheck (workflow code stays deterministic), gosec, promtool check/test rules (deploy/prometheus)
+## lint: gofmt, go vet (with and without failpoints), the architecture rules (tools/archlint: layers, sizes, no development package in bin/seckill), workflowcheck (workflow code stays deterministic), gosec, promtool check/test rules (deploy/prometheus)
 lint: promtool-rules
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
@@ -102,7 +107,7 @@ lint: promtool-rules
 
 ## chaos: the long crash-point matrix (200 runs of each seed failpoint) and a 20-minute kill soak (docs/chaos.md)
 chaos: up
-	$(GO) build -tags failpoints -o bin/seckill-chaos ./cmd/seckill
+	$(GO) build -tags failpoints -o bin/seckill-chaos ./cmd/seckill-dev
 	bin/seckill-chaos chaos matrix --runs $${RUNS:-200} --pipeline
 	bin/seckill-chaos chaos kill --duration $${DURATION:-20m}
 

@@ -36,7 +36,7 @@ import (
 	"github.com/seckill/seckill/lua"
 )
 
-// stack is the real router, wired as cmd/seckill/api.go wires it, on the
+// stack is the real router, wired as cmd/internal/cli/api.go wires it, on the
 // stack's Redis and RocketMQ and a fresh PostgreSQL database.
 type stack struct {
 	t    *testing.T

@@ -8,7 +8,7 @@
 // retrying with backoff until a 2xx acknowledges them.
 //
 // The package has three parts: Server (the provider, usable in-process via
-// Handler or served by `seckill paysim`), Client (what the merchant side calls)
+// Handler or served by `seckill-dev paysim`), Client (what the merchant side calls)
 // and Sign/Verify (the webhook signature, shared by both sides).
 package paysim
 

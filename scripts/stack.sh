@@ -6,7 +6,7 @@
 #   Temporal dev   :7233 frontend, :8233 Web UI (Temporal CLI, SQLite file), or with
 #                  SECKILL_TEMPORAL=server the real Temporal server on PostgreSQL
 #                  (same ports; see scripts/stack/temporal-server.sh)
-#   paysim         :18090 payment provider simulator (this project's `seckill paysim`)
+#   paysim         :18090 payment provider simulator (this project's `seckill-dev paysim`)
 #   Redis Cluster  :57001-57003 only with SECKILL_REDIS=cluster: three masters beside
 #                  the single Redis (see scripts/stack/redis-cluster.sh)
 #   Prometheus     :19090 only with SECKILL_PROMETHEUS=1 (Debian package; loads
@@ -186,14 +186,14 @@ temporal_up() {
   wait_until temporal 120 temporal_healthy
 }
 
-# ---------- Payment provider simulator (the project's own `seckill paysim`) ----------
+# ---------- Payment provider simulator (the project's own `seckill-dev paysim`) ----------
 PAYSIM_ADDR=${SECKILL_PAYSIM_ADDR:-127.0.0.1:18090}
 paysim_up() {
   if running paysim && curl -fsS "http://$PAYSIM_ADDR/healthz" >/dev/null 2>&1; then log "paysim: already running"; return; fi
   port_open "${PAYSIM_ADDR%:*}" "${PAYSIM_ADDR#*:}" && fail paysim "$(logfile paysim)" "port ${PAYSIM_ADDR#*:} is taken by another process"
   local lf; lf=$(logfile paysim-build)
-  log "paysim: building bin/seckill"
-  (cd "$ROOT" && go build -o "$STACK_DIR/bin/seckill-paysim" ./cmd/seckill) >"$lf" 2>&1 || fail paysim "$lf" "go build failed"
+  log "paysim: building bin/seckill-dev"
+  (cd "$ROOT" && go build -o "$STACK_DIR/bin/seckill-paysim" ./cmd/seckill-dev) >"$lf" 2>&1 || fail paysim "$lf" "go build failed"
   log "paysim: starting payment provider simulator on $PAYSIM_ADDR"
   SECKILL_PAYSIM_ADDR=$PAYSIM_ADDR start_bg paysim "$STACK_DIR/bin/seckill-paysim" paysim
   wait_until paysim 30 curl -fsS "http://$PAYSIM_ADDR/healthz"

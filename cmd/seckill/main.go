@@ -1,34 +1,16 @@
-// Command seckill is the one binary of the flash-sale system. Its subcommands
-// run the gateway, the workers, migrations, the local stack and the demo.
+// Command seckill is the production binary of the flash-sale system: the
+// gateway (api), the workers (worker), migrations and the operator commands
+// (cmd/internal/cli). The development commands (the local stack, the smoke
+// check, the demo, the payment provider simulator, the benches and chaos)
+// are cmd/seckill-dev's: `make lint` (tools/archlint) refuses a dependency of
+// this binary on tools/ or on the test rigs.
 package main
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/spf13/cobra"
+	"github.com/seckill/seckill/cmd/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := newRoot().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "seckill:", err)
-		os.Exit(1)
-	}
-}
-
-func newRoot() *cobra.Command {
-	root := &cobra.Command{
-		Use:           "seckill",
-		Short:         "Flash-sale order system: Redis admission, RocketMQ, Temporal sagas, PostgreSQL authority",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.AddCommand(newMigrateCmd(), newStackCmd(), newSmokeCmd(), newAPICmd(), newWorkerCmd(), newTokenCmd(), newSaleCmd(), newBenchCmd(), newDemoCmd(), newReconcileCmd(), newRedisCmd(), newPaysimCmd(), newChaosCmd(), newMQCmd(),
-		newExplainCmd(), newCheckCmd(), newRepairCmd())
-	return root
+	cli.Main(cli.NewRoot("seckill", "Flash-sale order system: Redis admission, RocketMQ, Temporal sagas, PostgreSQL authority",
+		cli.Commands()...))
 }

@@ -160,7 +160,7 @@ type Config struct {
 	// broker's kept, such messages start sagas of sales no database knows.
 	StarterFromLatest bool `env:"SECKILL_STARTER_FROM_LATEST" envDefault:"false"`
 
-	// The payment provider (the project's simulator, `seckill paysim`).
+	// The payment provider (the project's simulator, `seckill-dev paysim`).
 	PaysimURL         string `env:"SECKILL_PAYSIM_URL" envDefault:"http://127.0.0.1:18090"`
 	PaysimAddr        string `env:"SECKILL_PAYSIM_ADDR" envDefault:"127.0.0.1:18090"`
 	PaysimSecret      string `env:"SECKILL_PAYSIM_SECRET" envDefault:"6465762d6f6e6c792d70617973696d2d7365637265742d6368616e67652d6d65" secret:"dev"`

@@ -6,7 +6,10 @@
 //   - workflows import only activities, state and internal/events of this
 //     module (workflow code stays free of database and Redis clients);
 //   - no production file is longer than 450 lines and no function longer
-//     than 80 lines.
+//     than 80 lines;
+//   - the production binary (cmd/seckill) depends on no development package:
+//     tools/..., internal/testenv, e2e, deploy, cmd/seckill-dev (deps.go,
+//     from go list -deps, with and without -tags failpoints).
 //
 // It prints one line per violation and exits 1 if there is any.
 package main
@@ -71,6 +74,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "archlint:", err)
 		os.Exit(2)
 	}
+	deps, err := checkProdDeps(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "archlint:", err)
+		os.Exit(2)
+	}
+	problems = append(problems, deps...)
 	for _, p := range problems {
 		fmt.Println(p)
 	}

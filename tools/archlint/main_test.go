@@ -52,3 +52,39 @@ func TestCheckFindsEachKindOfViolation(t *testing.T) {
 		}
 	}
 }
+
+func TestDevDepsNamesDevelopmentPackages(t *testing.T) {
+	lines := []string{
+		"fmt",
+		module + "internal/pg fmt",
+		module + "tools/bench " + module + "internal/pg",
+		module + "internal/testenv " + module + "internal/pg",
+		module + "cmd/seckill-dev " + module + "tools/bench",
+		module + "toolsx",
+		module + "cmd/seckill " + module + "tools/bench " + module + "internal/testenv " + module + "internal/pg",
+	}
+	got := devDeps(lines, "failpoints")
+	if len(got) != 3 {
+		t.Fatalf("violations %q, want tools/bench, internal/testenv and cmd/seckill-dev", got)
+	}
+	for i, want := range []string{"links tools/bench (imported by cmd/seckill-dev, cmd/seckill)", "links internal/testenv (imported by cmd/seckill)",
+		"links cmd/seckill-dev ("} {
+		if !strings.Contains(got[i], want) || !strings.Contains(got[i], "go build -tags failpoints ./cmd/seckill") {
+			t.Errorf("violation %q, want it to contain %q", got[i], want)
+		}
+	}
+	if got := devDeps([]string{module + "cmd/seckill " + module + "paysim", module + "paysim fmt"}, ""); len(got) != 0 {
+		t.Errorf("violations %q, want none", got)
+	}
+}
+
+// The module's production binary as it is: the check make lint runs.
+func TestProductionBinaryHasNoDevelopmentDependency(t *testing.T) {
+	got, err := checkProdDeps("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Errorf("violations:\n%s", strings.Join(got, "\n"))
+	}
+}

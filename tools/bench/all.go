@@ -1,6 +1,6 @@
 package bench
 
-// `seckill bench all`: the reserve legs (RunReserve's report) and the order
+// `seckill-dev bench all`: the reserve legs (RunReserve's report) and the order
 // legs (RunOrder's, with the sagas and the plain workflows) in sequence, on
 // a machine checked to be idle before each, and one table of every figure
 // against its baseline in the same run and its target.
@@ -19,7 +19,7 @@ import (
 	"github.com/seckill/seckill/internal/config"
 )
 
-// AllOptions are the settings of `seckill bench all`.
+// AllOptions are the settings of `seckill-dev bench all`.
 type AllOptions struct {
 	Reserve ReserveOptions
 	Order   OrderOptions
@@ -52,7 +52,7 @@ func (o AllOptions) Validate() error {
 	return o.Order.Validate()
 }
 
-// AllReport is the result of one `seckill bench all`.
+// AllReport is the result of one `seckill-dev bench all`.
 type AllReport struct {
 	Command  string    `json:"command"`
 	Started  time.Time `json:"started"`
@@ -76,7 +76,7 @@ type allRun struct {
 	progress func(string, ...any)
 }
 
-// RunAll runs `seckill bench all` against the stack sys describes: progress
+// RunAll runs `seckill-dev bench all` against the stack sys describes: progress
 // to stderr, the report to stdout.
 func RunAll(ctx context.Context, sys config.Config, o AllOptions, stdout, stderr io.Writer) error {
 	if err := o.Validate(); err != nil {

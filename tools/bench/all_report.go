@@ -1,6 +1,6 @@
 package bench
 
-// The table of `seckill bench all`: one row per figure, read from the
+// The table of `seckill-dev bench all`: one row per figure, read from the
 // reserve and order reports of the same run.
 
 import (

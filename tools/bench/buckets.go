@@ -1,6 +1,6 @@
 package bench
 
-// `seckill bench buckets`: the gateway's admission path (reservation.Reserver:
+// `seckill-dev bench buckets`: the gateway's admission path (reservation.Reserver:
 // reserve.lua, then the batched send marks) on one hot SKU whose Redis stock
 // is split into B buckets, for each B asked, on whatever Redis the config
 // names (a single Redis or Redis Cluster). The broker is left out: a
@@ -37,7 +37,7 @@ import (
 	"github.com/seckill/seckill/internal/sale"
 )
 
-// BucketsOptions are the settings of `seckill bench buckets`.
+// BucketsOptions are the settings of `seckill-dev bench buckets`.
 type BucketsOptions struct {
 	Buckets     []int
 	Requests    int // reservations per case (each admitted: the stock is this large)
@@ -115,7 +115,7 @@ func (acceptAll) SendBatch(context.Context, []mq.Message) (mq.SendResult, error)
 	return mq.SendResult{}, nil
 }
 
-// RunBuckets runs `seckill bench buckets`.
+// RunBuckets runs `seckill-dev bench buckets`.
 func RunBuckets(ctx context.Context, sys config.Config, o BucketsOptions, stdout, stderr io.Writer) error {
 	if err := o.Validate(); err != nil {
 		return err

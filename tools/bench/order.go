@@ -25,7 +25,7 @@ import (
 	"github.com/seckill/seckill/migrations"
 )
 
-// OrderOptions are the settings of `seckill bench order` (its flags).
+// OrderOptions are the settings of `seckill-dev bench order` (its flags).
 type OrderOptions struct {
 	Concurrency int
 	Duration    time.Duration
@@ -114,7 +114,7 @@ func (o OrderOptions) Validate() error {
 	return nil
 }
 
-// RunOrder runs `seckill bench order` against the stack sys describes:
+// RunOrder runs `seckill-dev bench order` against the stack sys describes:
 // progress goes to stderr, the report to stdout.
 func RunOrder(ctx context.Context, sys config.Config, o OrderOptions, stdout, stderr io.Writer) error {
 	rep, err := OrderRun(ctx, sys, o, stderr)
@@ -124,7 +124,7 @@ func RunOrder(ctx context.Context, sys config.Config, o OrderOptions, stdout, st
 	return writeReport(stdout, o.JSON, rep, rep.WriteText, &rep.Failures)
 }
 
-// OrderRun runs `seckill bench order` and returns its report; a failed leg
+// OrderRun runs `seckill-dev bench order` and returns its report; a failed leg
 // is in its Failures (nil report: the run could not start).
 func OrderRun(ctx context.Context, sys config.Config, o OrderOptions, stderr io.Writer) (*OrderReport, error) {
 	if err := o.Validate(); err != nil {

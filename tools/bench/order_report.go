@@ -1,6 +1,6 @@
 package bench
 
-// The report of `seckill bench order`: one record per leg, printed as
+// The report of `seckill-dev bench order`: one record per leg, printed as
 // tables or JSON.
 
 import (
@@ -74,7 +74,7 @@ type BrokerLeg struct {
 	Consume   LegCPU  `json:"consume_cpu"`
 }
 
-// OrderReport is the result of one `seckill bench order` run.
+// OrderReport is the result of one `seckill-dev bench order` run.
 type OrderReport struct {
 	Command        string     `json:"command"`
 	Started        time.Time  `json:"started"`

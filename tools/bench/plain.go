@@ -1,6 +1,6 @@
 package bench
 
-// Leg (d) of `seckill bench order`: the baseline of leg (c). The same number
+// Leg (d) of `seckill-dev bench order`: the baseline of leg (c). The same number
 // of a plain Temporal workflow of the saga's forward shape, on the same dev
 // server in the same run, on a task queue of its own with its own worker in
 // this process: one activity with one PostgreSQL INSERT (one commit), one

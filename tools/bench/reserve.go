@@ -22,7 +22,7 @@ import (
 	"github.com/seckill/seckill/lua"
 )
 
-// ReserveOptions are the settings of `seckill bench reserve` (its flags).
+// ReserveOptions are the settings of `seckill-dev bench reserve` (its flags).
 type ReserveOptions struct {
 	Requests, Concurrency, Warmup int
 	JSON                          bool
@@ -140,7 +140,7 @@ func (o ReserveOptions) loadgens() ([]string, string, error) {
 	return []string{loadGenWrk}, path, nil
 }
 
-// RunReserve runs `seckill bench reserve` against the stack sys describes:
+// RunReserve runs `seckill-dev bench reserve` against the stack sys describes:
 // progress goes to stderr, the report to stdout.
 func RunReserve(ctx context.Context, sys config.Config, o ReserveOptions, stdout, stderr io.Writer) error {
 	rep, err := ReserveReport(ctx, sys, o, stderr)
@@ -150,7 +150,7 @@ func RunReserve(ctx context.Context, sys config.Config, o ReserveOptions, stdout
 	return writeReport(stdout, o.JSON, rep, rep.WriteText, &rep.Failures)
 }
 
-// ReserveReport runs `seckill bench reserve` and returns its report; a
+// ReserveReport runs `seckill-dev bench reserve` and returns its report; a
 // failed case is in its Failures (nil report: the run could not start).
 func ReserveReport(ctx context.Context, sys config.Config, o ReserveOptions, stderr io.Writer) (*Report, error) {
 	if err := o.Validate(); err != nil {

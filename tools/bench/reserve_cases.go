@@ -1,6 +1,6 @@
 package bench
 
-// The cases of `seckill bench reserve` in their order, the fixed-rate case
+// The cases of `seckill-dev bench reserve` in their order, the fixed-rate case
 // and the ratios against the targets.
 
 import (

@@ -1,7 +1,7 @@
 // Package flashsale plays a whole flash sale through the real system,
 // in-process: the gateway's HTTP API, RocketMQ, the saga starter, Temporal
 // sagas, the outbox relay and PostgreSQL, then checks the invariants.
-// `seckill demo` (the README's run command) and the end-to-end tests use it.
+// `seckill-dev demo` (the README's run command) and the end-to-end tests use it.
 package flashsale
 
 import (

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seckill/seckill/cmd/internal/cli"
 	"github.com/seckill/seckill/internal/logx"
 	"github.com/seckill/seckill/internal/mq"
 	"github.com/seckill/seckill/tools/flashsale"
@@ -29,23 +30,23 @@ With a payment window (--payment-timeout), buyers then pay early, pay right at t
 deadline (racing the cancel), pay after their order was cancelled (refunded), or never.
 The payment provider is the stack's simulator (SECKILL_PAYSIM_URL).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBase()
+			b, err := cli.LoadBase()
 			if err != nil {
 				return err
 			}
-			log, closeLog, err := demoLog(logPath, b.cfg.LogLevel)
+			log, closeLog, err := demoLog(logPath, b.Cfg.LogLevel)
 			if err != nil {
 				return err
 			}
 			defer closeLog()
 			fmt.Fprintf(cmd.ErrOrStderr(), "logs of every process of the demo: %s (RocketMQ client: %s)\n", logPath, sdkLogPath(logPath))
 			o.Progress = cmd.ErrOrStderr()
-			rep, err := flashsale.Run(cmd.Context(), b.cfg, log, o)
+			rep, err := flashsale.Run(cmd.Context(), b.Cfg, log, o)
 			if err != nil {
 				return err
 			}
 			rep.Print(cmd.OutOrStdout())
-			fmt.Fprintf(cmd.OutOrStdout(), "\nFind every saga in the Temporal UI: %s (query: ActivityId = %d)\n", b.cfg.TemporalUI, rep.ActivityID)
+			fmt.Fprintf(cmd.OutOrStdout(), "\nFind every saga in the Temporal UI: %s (query: ActivityId = %d)\n", b.Cfg.TemporalUI, rep.ActivityID)
 			if len(rep.Violations) > 0 {
 				return fmt.Errorf("%d invariant violations", len(rep.Violations))
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seckill/seckill/cmd/internal/cli"
 	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/tools/bench"
 )
@@ -78,7 +79,7 @@ func benchRunE[O interface{ Validate() error }](o *O, timeout *time.Duration,
 		if err := (*o).Validate(); err != nil {
 			return err
 		}
-		b, err := loadBase()
+		b, err := cli.LoadBase()
 		if err != nil {
 			return err
 		}
@@ -88,6 +89,6 @@ func benchRunE[O interface{ Validate() error }](o *O, timeout *time.Duration,
 			ctx, cancel = context.WithTimeout(ctx, *timeout)
 			defer cancel()
 		}
-		return run(ctx, b.cfg, *o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		return run(ctx, b.Cfg, *o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -51,7 +51,7 @@ func newRepairApplyCmd() *cobra.Command {
 				return err
 			}
 			defer conns.Close()
-			out, err := app.Repair(cmd.Context(), conns, b.cfg.TemporalTaskQueue, req, wait)
+			out, err := app.Repair(cmd.Context(), conns, b.Cfg.TemporalTaskQueue, req, wait)
 			if err != nil {
 				return err
 			}
@@ -129,7 +129,7 @@ func newRepairBulkCmd() *cobra.Command {
 				return err
 			}
 			defer conns.Close()
-			run, err := app.StartBulkRepair(cmd.Context(), conns.Temporal, b.cfg.TemporalTaskQueue, in)
+			run, err := app.StartBulkRepair(cmd.Context(), conns.Temporal, b.Cfg.TemporalTaskQueue, in)
 			if err != nil {
 				return err
 			}

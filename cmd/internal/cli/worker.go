@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -40,12 +40,12 @@ Metrics are served on SECKILL_METRICS_ADDR/metrics.`,
 					}
 				}
 			}
-			b, err := loadBase()
+			b, err := LoadBase()
 			if err != nil {
 				return err
 			}
 			needTemporal := app.NeedsTemporal(parts)
-			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-worker", needTemporal, b.log, b.tel)
+			conns, err := app.Open(cmd.Context(), b.Cfg, "seckill-worker", needTemporal, b.Log, b.Tel)
 			if err != nil {
 				return err
 			}
@@ -54,15 +54,15 @@ Metrics are served on SECKILL_METRICS_ADDR/metrics.`,
 			if err != nil {
 				return err
 			}
-			if slices.Contains(parts, app.PartSaga) && b.cfg.ReconcileSchedule {
-				if err := reconciler.EnsureSchedule(cmd.Context(), conns.Temporal, b.cfg.TemporalTaskQueue, b.cfg.ReconcileEvery); err != nil {
+			if slices.Contains(parts, app.PartSaga) && b.Cfg.ReconcileSchedule {
+				if err := reconciler.EnsureSchedule(cmd.Context(), conns.Temporal, b.Cfg.TemporalTaskQueue, b.Cfg.ReconcileEvery); err != nil {
 					return err
 				}
 			}
 			g, gctx := errgroup.WithContext(cmd.Context())
-			g.Go(func() error { return app.RunWorkers(gctx, b.cfg, conns, parts, b.tel, fp, b.log) })
+			g.Go(func() error { return app.RunWorkers(gctx, b.Cfg, conns, parts, b.Tel, fp, b.Log) })
 			g.Go(func() error {
-				return app.ServeHTTP(gctx, api.Server(b.cfg.MetricsAddr, metrics.Handler(b.tel.Registry)), b.log, "metrics")
+				return app.ServeHTTP(gctx, api.Server(b.Cfg.MetricsAddr, metrics.Handler(b.Tel.Registry)), b.Log, "metrics")
 			})
 			return g.Wait()
 		},

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -23,7 +23,7 @@ func newSaleCmd() *cobra.Command {
 PostgreSQL and initialises Redis from it. "-" reads standard input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := loadBase()
+			b, err := LoadBase()
 			if err != nil {
 				return err
 			}
@@ -39,12 +39,12 @@ PostgreSQL and initialises Redis from it. "-" reads standard input.`,
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			ctx := cmd.Context()
-			pool, err := pg.Open(ctx, b.cfg.PostgresDSN, 2)
+			pool, err := pg.Open(ctx, b.Cfg.PostgresDSN, 2)
 			if err != nil {
 				return err
 			}
 			defer pool.Close()
-			rdb, err := redisx.Dial(ctx, b.cfg, 2)
+			rdb, err := redisx.Dial(ctx, b.Cfg, 2)
 			if err != nil {
 				return err
 			}

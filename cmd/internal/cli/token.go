@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -16,11 +16,11 @@ func newTokenCmd() *cobra.Command {
 		Use:   "token --user ID",
 		Short: "Mint a development bearer token for a user (signed with the current SECKILL_AUTH_SECRETS key)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBase()
+			b, err := LoadBase()
 			if err != nil {
 				return err
 			}
-			a, err := app.Authenticator(b.cfg)
+			a, err := app.Authenticator(b.Cfg)
 			if err != nil {
 				return err
 			}

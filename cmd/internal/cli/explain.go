@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -29,18 +29,18 @@ func newExplainCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("explain: %q is not an id: want the UUID of a reservation, an order or a payment", args[0])
 			}
-			b, err := loadBase()
+			b, err := LoadBase()
 			if err != nil {
 				return err
 			}
-			conns, temporalErr := app.Open(cmd.Context(), b.cfg, "seckill-cli", true, b.log, nil)
+			conns, temporalErr := app.Open(cmd.Context(), b.Cfg, "seckill-cli", true, b.Log, nil)
 			if temporalErr != nil { // explain without Temporal rather than not at all
-				if conns, err = app.Open(cmd.Context(), b.cfg, "seckill-cli", false, b.log, nil); err != nil {
+				if conns, err = app.Open(cmd.Context(), b.Cfg, "seckill-cli", false, b.Log, nil); err != nil {
 					return err
 				}
 			}
 			defer conns.Close()
-			ex, err := app.Explainer(b.cfg, conns)
+			ex, err := app.Explainer(b.Cfg, conns)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"github.com/spf13/cobra"
@@ -15,11 +15,11 @@ func newAPICmd() *cobra.Command {
 		Use:   "api",
 		Short: "Run the HTTP gateway (SECKILL_HTTP_ADDR): reservations, orders, payments, callbacks, admin sale set-up, /metrics",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBase()
+			b, err := LoadBase()
 			if err != nil {
 				return err
 			}
-			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-gateway", true, b.log, b.tel)
+			conns, err := app.Open(cmd.Context(), b.Cfg, "seckill-gateway", true, b.Log, b.Tel)
 			if err != nil {
 				return err
 			}
@@ -28,15 +28,15 @@ func newAPICmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, err := app.APIHandler(b.cfg, conns, b.tel, fp, b.log)
+			h, err := app.APIHandler(b.Cfg, conns, b.Tel, fp, b.Log)
 			if err != nil {
 				return err
 			}
 			// /metrics on its own listener, never on the public one.
 			g, gctx := errgroup.WithContext(cmd.Context())
-			g.Go(func() error { return app.ServeHTTP(gctx, api.Server(b.cfg.HTTPAddr, h), b.log, "api") })
+			g.Go(func() error { return app.ServeHTTP(gctx, api.Server(b.Cfg.HTTPAddr, h), b.Log, "api") })
 			g.Go(func() error {
-				return app.ServeHTTP(gctx, api.Server(b.cfg.MetricsAddr, metrics.Handler(b.tel.Registry)), b.log, "metrics")
+				return app.ServeHTTP(gctx, api.Server(b.Cfg.MetricsAddr, metrics.Handler(b.Tel.Registry)), b.Log, "metrics")
 			})
 			return g.Wait()
 		},

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -25,19 +25,19 @@ replay_count). A rerun sends nothing again. Fix the cause first (see docs/operat
 "Dead-lettered messages") and look with --dry-run. A failed send leaves its rows
 unreplayed and the command exits non-zero.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBase()
+			b, err := LoadBase()
 			if err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("group") {
-				opts.Group = b.cfg.StarterGroup
+				opts.Group = b.Cfg.StarterGroup
 			}
-			pool, err := pg.Open(cmd.Context(), b.cfg.PostgresDSN, 2)
+			pool, err := pg.Open(cmd.Context(), b.Cfg.PostgresDSN, 2)
 			if err != nil {
 				return err
 			}
 			defer pool.Close()
-			prod, err := mq.NewProducer(b.cfg.RocketMQNameServers, "seckill-replay-dlq", mq.WithSendTimeout(b.cfg.MQSendTimeout))
+			prod, err := mq.NewProducer(b.Cfg.RocketMQNameServers, "seckill-replay-dlq", mq.WithSendTimeout(b.Cfg.MQSendTimeout))
 			if err != nil {
 				return err
 			}

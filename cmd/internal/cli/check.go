@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -28,11 +28,11 @@ func newCheckCmd() *cobra.Command {
 			if activity <= 0 {
 				return fmt.Errorf("check: --activity must be a positive activity id, got %d", activity)
 			}
-			b, err := loadBase()
+			b, err := LoadBase()
 			if err != nil {
 				return err
 			}
-			conns, err := app.Open(cmd.Context(), b.cfg, "seckill-cli", false, b.log, nil)
+			conns, err := app.Open(cmd.Context(), b.Cfg, "seckill-cli", false, b.Log, nil)
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seckill/seckill/cmd/internal/cli"
 	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/tools/chaos"
 )
@@ -120,7 +121,7 @@ func chaosCluster(cmd *cobra.Command, logs string) (*chaos.Cluster, error) {
 	if !failpoint.Enabled {
 		return nil, fmt.Errorf("this binary was built without failpoints: build it with -tags failpoints (make chaos builds bin/seckill-chaos)")
 	}
-	b, err := loadBase()
+	b, err := cli.LoadBase()
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func chaosCluster(cmd *cobra.Command, logs string) (*chaos.Cluster, error) {
 	if logs == "" {
 		logs = filepath.Join(".stack", "logs", "chaos", time.Now().Format("20060102-150405"))
 	}
-	c, err := chaos.NewCluster(cmd.Context(), chaos.ClusterOptions{Bin: bin, Dir: logs, Config: b.cfg, Log: b.log})
+	c, err := chaos.NewCluster(cmd.Context(), chaos.ClusterOptions{Bin: bin, Dir: logs, Config: b.Cfg, Log: b.Log})
 	if err != nil {
 		return nil, err
 	}

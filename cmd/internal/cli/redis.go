@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -25,21 +25,21 @@ once the message backlog has drained (see docs/operations.md).`,
 			if activity <= 0 {
 				return fmt.Errorf("--activity: a positive activity id is required")
 			}
-			b, err := loadBase()
+			b, err := LoadBase()
 			if err != nil {
 				return err
 			}
-			pool, err := pg.Open(cmd.Context(), b.cfg.PostgresDSN, 4)
+			pool, err := pg.Open(cmd.Context(), b.Cfg.PostgresDSN, 4)
 			if err != nil {
 				return err
 			}
 			defer pool.Close()
-			rdb, err := redisx.Dial(cmd.Context(), b.cfg, 4)
+			rdb, err := redisx.Dial(cmd.Context(), b.Cfg, 4)
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			skus, err := rebuild.Rebuild(cmd.Context(), pool, rdb, activity, b.cfg.ReservationTTL, force)
+			skus, err := rebuild.Rebuild(cmd.Context(), pool, rdb, activity, b.Cfg.ReservationTTL, force)
 			if err != nil {
 				return err
 			}

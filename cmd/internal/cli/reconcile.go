@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ func newReconcileRunCmd() *cobra.Command {
 			}
 			defer conns.Close()
 			wr, err := conns.Temporal.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
-				ID: workflows.ReconcileWorkflowIDPrefix + "manual-" + uuid.NewString(), TaskQueue: b.cfg.TemporalTaskQueue,
+				ID: workflows.ReconcileWorkflowIDPrefix + "manual-" + uuid.NewString(), TaskQueue: b.Cfg.TemporalTaskQueue,
 			}, workflows.ReconcileWorkflow, reconcile.Input{ActivityID: activity})
 			if err != nil {
 				return err
@@ -71,7 +71,7 @@ func newReconcileReportCmd() *cobra.Command {
 		Use:   "report",
 		Short: "Print a stored reconciliation report (default: the newest)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBase()
+			b, err := LoadBase()
 			if err != nil {
 				return err
 			}
@@ -81,7 +81,7 @@ func newReconcileReportCmd() *cobra.Command {
 					return fmt.Errorf("--id: %w", err)
 				}
 			}
-			pool, err := pg.Open(cmd.Context(), b.cfg.PostgresDSN, 2)
+			pool, err := pg.Open(cmd.Context(), b.Cfg.PostgresDSN, 2)
 			if err != nil {
 				return err
 			}
@@ -108,10 +108,10 @@ func newReconcileScheduleCmd() *cobra.Command {
 				return err
 			}
 			defer conns.Close()
-			if err := reconciler.EnsureSchedule(cmd.Context(), conns.Temporal, b.cfg.TemporalTaskQueue, b.cfg.ReconcileEvery); err != nil {
+			if err := reconciler.EnsureSchedule(cmd.Context(), conns.Temporal, b.Cfg.TemporalTaskQueue, b.Cfg.ReconcileEvery); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s runs every %s\n", workflows.ReconcileScheduleID, b.cfg.ReconcileEvery)
+			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s runs every %s\n", workflows.ReconcileScheduleID, b.Cfg.ReconcileEvery)
 			return nil
 		},
 	}

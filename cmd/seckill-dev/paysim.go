@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/cmd/internal/cli"
 	"github.com/seckill/seckill/paysim"
 )
 
@@ -22,15 +23,15 @@ func newPaysimCmd() *cobra.Command {
 		Use:   "paysim",
 		Short: "Run the payment provider simulator (SECKILL_PAYSIM_ADDR): payments, close, refund, signed callbacks",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBase() // SECKILL_PAYSIM_SECRET, _MERCHANT_KEY, _ADDR: internal/config
+			b, err := cli.LoadBase() // SECKILL_PAYSIM_SECRET, _MERCHANT_KEY, _ADDR: internal/config
 			if err != nil {
 				return err
 			}
-			secret, key := b.cfg.PaysimSecretBytes(), b.cfg.PaysimMerchantKey
+			secret, key := b.Cfg.PaysimSecretBytes(), b.Cfg.PaysimMerchantKey
 			if addr == "" {
-				addr = b.cfg.PaysimAddr
+				addr = b.Cfg.PaysimAddr
 			}
-			log := b.log.With("service", "paysim")
+			log := b.Log.With("service", "paysim")
 			sim, err := paysim.New(paysim.Options{
 				Secret:              secret,
 				MerchantKey:         key,
