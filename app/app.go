@@ -68,6 +68,36 @@ const (
 // AllParts lists every worker part.
 var AllParts = []string{PartSendDue, PartRebalance, PartStarter, PartSaga, PartOutbox, PartDeadLetter, PartRefunds}
 
+// Default metrics addresses, when SECKILL_METRICS_ADDR is not set.
+const (
+	GatewayMetricsAddr = "127.0.0.1:9464"
+	WorkerMetricsAddr  = "127.0.0.1:9465"
+	// A worker of some parts listens on partsMetricsBase + the bit set of
+	// its parts (bit i: AllParts[i]): two different sets never collide.
+	partsMetricsBase = 9480
+)
+
+// MetricsAddr is where a process serves /metrics: cfg's address when set,
+// else the gateway's (parts nil) or the worker's of these parts.
+func MetricsAddr(cfg config.Config, parts []string) string {
+	switch {
+	case cfg.MetricsAddr != "":
+		return cfg.MetricsAddr
+	case parts == nil:
+		return GatewayMetricsAddr
+	}
+	bits := 0
+	for i, p := range AllParts {
+		if slices.Contains(parts, p) {
+			bits |= 1 << i
+		}
+	}
+	if bits == 1<<len(AllParts)-1 {
+		return WorkerMetricsAddr
+	}
+	return fmt.Sprintf("127.0.0.1:%d", partsMetricsBase+bits)
+}
+
 // NeedsTemporal reports whether any of parts talks to Temporal.
 func NeedsTemporal(parts []string) bool {
 	return slices.Contains(parts, PartStarter) || slices.Contains(parts, PartSaga) || slices.Contains(parts, PartRefunds)

@@ -57,7 +57,10 @@ type Config struct {
 	HTTPAddr string `env:"SECKILL_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	// MetricsAddr serves /metrics (every process, the gateway too): keep it on
 	// a network only the scraper reaches; the public listener has no /metrics.
-	MetricsAddr string `env:"SECKILL_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
+	// Unset, each process takes its own (app.MetricsAddr): the gateway
+	// 127.0.0.1:9464, a worker of every part 127.0.0.1:9465, a worker of some
+	// parts a port of its own per set of parts.
+	MetricsAddr string `env:"SECKILL_METRICS_ADDR"`
 	// HandlerTimeout is the deadline of every HTTP request's handling.
 	HandlerTimeout time.Duration `env:"SECKILL_HANDLER_TIMEOUT" envDefault:"10s"`
 	// ReserveBudget bounds a reserve request and ReadBudget a reservation or

@@ -24,9 +24,8 @@
 #   job seckill      the addresses in $PROMETHEUS_TARGETS_FILE, a file_sd
 #                    file written from SECKILL_PROMETHEUS_TARGETS (space or
 #                    comma separated host:port list, default
-#                    127.0.0.1:9464 127.0.0.1:9465: `bin/seckill api` on its
-#                    default SECKILL_METRICS_ADDR and a `bin/seckill worker`
-#                    started with SECKILL_METRICS_ADDR=127.0.0.1:9465).
+#                    127.0.0.1:9464 127.0.0.1:9465: the default metrics
+#                    addresses of `bin/seckill api` and `bin/seckill worker`).
 #                    Prometheus re-reads the file when it changes, so editing
 #                    it adds a process without a restart; `up` rewrites it.
 # Targets that are not running show as down in the UI's targets page.

@@ -36,7 +36,7 @@ func newAPICmd() *cobra.Command {
 			g, gctx := errgroup.WithContext(cmd.Context())
 			g.Go(func() error { return app.ServeHTTP(gctx, api.Server(b.Cfg.HTTPAddr, h), b.Log, "api") })
 			g.Go(func() error {
-				return app.ServeHTTP(gctx, api.Server(b.Cfg.MetricsAddr, metrics.Handler(b.Tel.Registry)), b.Log, "metrics")
+				return app.ServeHTTP(gctx, api.Server(app.MetricsAddr(b.Cfg, nil), metrics.Handler(b.Tel.Registry)), b.Log, "metrics")
 			})
 			return g.Wait()
 		},

@@ -62,7 +62,7 @@ Metrics are served on SECKILL_METRICS_ADDR/metrics.`,
 			g, gctx := errgroup.WithContext(cmd.Context())
 			g.Go(func() error { return app.RunWorkers(gctx, b.Cfg, conns, parts, b.Tel, fp, b.Log) })
 			g.Go(func() error {
-				return app.ServeHTTP(gctx, api.Server(b.Cfg.MetricsAddr, metrics.Handler(b.Tel.Registry)), b.Log, "metrics")
+				return app.ServeHTTP(gctx, api.Server(app.MetricsAddr(b.Cfg, parts), metrics.Handler(b.Tel.Registry)), b.Log, "metrics")
 			})
 			return g.Wait()
 		},
