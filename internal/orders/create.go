@@ -56,14 +56,14 @@ type CreateResult struct {
 }
 
 // ErrCommitUnknown marks a commit whose outcome could not be established; the
-// caller retries with the same message_id, never compensates (seed §9.8).
+// caller retries with the same message_id, never compensates (docs/spec.md#commit-unknown).
 var ErrCommitUnknown = errors.New("transaction commit outcome unknown")
 
 // Store runs the order transaction.
 type Store struct {
 	pool *pgxpool.Pool
 	// verify is a separate pool used to resolve an unknown commit outcome on
-	// a fresh connection (seed §9.8).
+	// a fresh connection.
 	verify *pgxpool.Pool
 	fp     *failpoint.Set
 	log    *slog.Logger
@@ -96,7 +96,7 @@ func NewStore(d Deps) (*Store, error) {
 	return &Store{pool: d.Pool, verify: d.Verify, fp: d.Failpoints, log: d.Log, m: d.Metrics, topic: d.Topic}, nil
 }
 
-// Create runs the order transaction of seed §9.3 as one call of the
+// Create runs the order transaction (docs/spec.md#order-transaction) as one call of the
 // server-side function seckill_create_order (migrations/00012_create_order_no_failpoints.sql):
 // inbox first, reservation row lock, status switch, deadline, order insert,
 // ledger, outbox, and the conditional stock update last, in one autocommit
