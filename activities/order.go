@@ -44,7 +44,7 @@ const (
 )
 
 // ErrCommitUnknown marks a commit whose outcome could not be established; the
-// activity is retried with the same message_id, never compensated (seed §9.8).
+// activity is retried with the same message_id, never compensated (docs/spec.md#commit-unknown).
 var ErrCommitUnknown = orders.ErrCommitUnknown
 
 // PayloadHash is the inbox hash of a message: SHA-256 of its business bytes.

@@ -1,7 +1,7 @@
 package deploy_test
 
-// Checks of the monitoring files: prometheus/alerts.yml must hold the seed's
-// §12.3 thresholds, every alert in it needs a firing case in the promtool unit
+// Checks of the monitoring files: prometheus/alerts.yml must hold the alert
+// thresholds, every alert in it needs a firing case in the promtool unit
 // tests (prometheus/alerts_test.yml, run by `make lint` and, when promtool is
 // on PATH, by TestPromtoolTestsRules), and the rules, their tests and
 // grafana/seckill-dashboard.json may only name metrics the code registers, so

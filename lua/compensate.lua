@@ -1,5 +1,5 @@
 -- compensate.lua: give one rejected reservation's unit back to Redis stock,
--- at most once (seed §9.6). Runs only after PostgreSQL durably decided the
+-- at most once (docs/spec.md#compensation). Runs only after PostgreSQL durably decided the
 -- compensation (reservation COMPENSATING + task claimed). Fixed complexity.
 --
 -- KEYS[1] reservation hash     seckill:{a:s}:r:<reservation_id>

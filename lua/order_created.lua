@@ -1,5 +1,5 @@
 -- order_created.lua: project "order created" onto the Redis reservation and
--- move its unit from open_reserved to committed, exactly once (seed §13.4).
+-- move its unit from open_reserved to committed, exactly once (docs/spec.md#projection).
 -- Fixed complexity.
 --
 -- KEYS[1] reservation hash  seckill:{a:s}:r:<reservation_id>

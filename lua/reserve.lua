@@ -1,4 +1,4 @@
--- reserve.lua: admit one flash-sale request atomically (seed §7.2, §8.2).
+-- reserve.lua: admit one flash-sale request atomically (docs/spec.md#admission).
 -- All keys share the hash tag {activity:sku}, so the script runs in one slot.
 -- Fixed complexity: no scans, no loops.
 --

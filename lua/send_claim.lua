@@ -1,5 +1,5 @@
--- send_claim.lua: lease-claim due items of one SKU's send_due set (seed §7.2,
--- §10.2). Never ZPOPMIN: a claimed item stays in the set with its score pushed
+-- send_claim.lua: lease-claim due items of one SKU's send_due set
+-- (docs/spec.md#send-due). Never ZPOPMIN: a claimed item stays in the set with its score pushed
 -- to the lease end, so a scanner that dies after claiming loses nothing; the
 -- item becomes due again when the lease runs out and another scanner takes it.
 -- Bounded: at most ARGV[3] items per call.

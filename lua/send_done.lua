@@ -54,7 +54,7 @@ for i = 3, #KEYS do
                     -- never re-queues a message the broker already accepted.
                     state = 'PUBLISHED'
                 else
-                    -- UNKNOWN is not failure (seed §2.3 rule 2) and stays UNKNOWN:
+                    -- UNKNOWN is not failure (docs/spec.md#unknown-is-not-failure) and stays UNKNOWN:
                     -- the message may be on the broker; re-sending it with the
                     -- same message_id is harmless.
                     state = 'PENDING'

@@ -1,6 +1,5 @@
 -- +goose Up
--- The authority for every durable business fact (ARCHITECTURE.md "Who is the
--- authority"). Table shapes follow seed §8.5, §9.3, §9.9, §11.6 and §13.4.
+-- The authority for every durable business fact (docs/spec.md#authority).
 
 -- A flash-sale activity: its window and the clocks of each reservation's life.
 CREATE TABLE sale_activity (
@@ -10,7 +9,7 @@ CREATE TABLE sale_activity (
     ends_at                  timestamptz NOT NULL,
     -- How long a created order waits for payment before it is cancelled.
     payment_timeout_seconds  integer     NOT NULL CHECK (payment_timeout_seconds > 0),
-    -- Hard deadline after a reservation by which its order must exist (seed §11.2).
+    -- Hard deadline after a reservation by which its order must exist (docs/spec.md#business-deadline).
     order_deadline_seconds   integer     NOT NULL CHECK (order_deadline_seconds > 0),
     created_at               timestamptz NOT NULL DEFAULT clock_timestamp(),
     updated_at               timestamptz NOT NULL DEFAULT clock_timestamp(),
@@ -179,7 +178,7 @@ CREATE TABLE inventory_ledger (
 );
 CREATE INDEX idx_inventory_ledger_sku ON inventory_ledger (activity_id, sku_id, created_at);
 
--- Audit and idempotency of every repair, automatic or manual (seed §11.6).
+-- Audit and idempotency of every repair, automatic or manual (docs/spec.md#repair-ids).
 CREATE TABLE repair_task (
     repair_id         text        PRIMARY KEY,
     object_type       varchar(32) NOT NULL,

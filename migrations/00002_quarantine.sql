@@ -1,6 +1,6 @@
 -- +goose Up
 -- Messages a consumer refused to process: malformed, unsupported schema, or a
--- message_id seen before with a different payload (seed §9.2). Kept whole so
+-- message_id seen before with a different payload (docs/spec.md#messages). Kept whole so
 -- people can inspect and replay them; counted by metrics; never dropped.
 CREATE TABLE message_quarantine (
     quarantine_id    bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

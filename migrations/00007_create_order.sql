@@ -1,5 +1,5 @@
 -- +goose Up
--- The order transaction (seed §9.3) as one server-side function, so that a
+-- The order transaction (docs/spec.md#order-transaction) as one server-side function, so that a
 -- CreateOrder costs one round trip and the hot sku_inventory row is locked
 -- only from its conditional UPDATE, the last statement, to the commit.
 -- internal/orders/create.go calls it as a single autocommit statement; every
@@ -83,7 +83,7 @@ BEGIN
         IF NOT FOUND THEN
             o_reason := 'UNKNOWN_SKU';
         ELSIF v_now > p_deadline THEN
-            -- Past the hard business deadline, not merely slow (seed §11.2).
+            -- Past the hard business deadline, not merely slow (docs/spec.md#business-deadline).
             o_reason := 'BUSINESS_DEADLINE_EXCEEDED';
         ELSE
             BEGIN
@@ -130,7 +130,7 @@ BEGIN
                 o_reason := SQLERRM; -- DUPLICATE_ORDER or STOCK_EXHAUSTED; the block's writes are undone
             END;
         END IF;
-        -- Durable rejection (seed §9.4).
+        -- Durable rejection (docs/spec.md#durable-rejection).
         o_outcome := 'ORDER_REJECTED';
         o_expires_at := NULL;
         UPDATE inventory_reservation

@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -77,4 +78,52 @@ func TestMigrationsApplyOnceAndConstraintsHold(t *testing.T) {
 	if !errors.As(err, &pgErr) || pgErr.Code != "23514" {
 		t.Fatalf("update to negative = %v, want check violation", err)
 	}
+}
+
+// 00012 replaces the order function of 00007 by one without the failpoint
+// parameter and without failpoint code, on top of a database at version 10
+// (with the old function in it) as from empty, and its Down restores the old
+// one. The migrations install no failpoint hook of any kind: only a build
+// with -tags failpoints does, from internal/orders/failpoints.sql.
+func TestCreateOrderFunctionCarriesNoFailpoint(t *testing.T) {
+	cfg := testenv.Require(t)
+	ctx := context.Background()
+	dsn, pool := testenv.Database(t, cfg)
+	check := func(wantArgs int) {
+		t.Helper()
+		var n, args int
+		var src string
+		if err := pool.QueryRow(ctx, `SELECT count(*) OVER (), pronargs, prosrc FROM pg_proc WHERE proname = 'seckill_create_order'`).
+			Scan(&n, &args, &src); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 || args != wantArgs {
+			t.Fatalf("seckill_create_order: %d functions, %d parameters; want 1 with %d", n, args, wantArgs)
+		}
+		if hooked := strings.Contains(strings.ToLower(src), "fail") || strings.Contains(src, "SK001"); hooked != (wantArgs == 19) {
+			t.Fatalf("seckill_create_order with %d parameters: failpoint code in its body = %v", args, hooked)
+		}
+	}
+	noHooks := func() {
+		t.Helper()
+		var triggers, fns int
+		if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'seckill_failpoint%'),
+			(SELECT count(*) FROM pg_proc WHERE proname LIKE 'seckill_%failpoint%')`).Scan(&triggers, &fns); err != nil {
+			t.Fatal(err)
+		}
+		if triggers != 0 || fns != 0 {
+			t.Fatalf("the migrations installed %d failpoint triggers and %d failpoint functions", triggers, fns)
+		}
+	}
+	check(18)
+	noHooks()
+	if err := migrations.DownTo(ctx, dsn, 10); err != nil {
+		t.Fatal(err)
+	}
+	check(19)
+	if _, err := migrations.Up(ctx, dsn); err != nil {
+		t.Fatalf("up from version 10: %v", err)
+	}
+	check(18)
+	noHooks()
 }

@@ -10,11 +10,11 @@ var ReservationMoves = Machine[Reservation]{
 	States: []Reservation{ReservationReserved, ReservationOrderCreated, ReservationOrderRejected,
 		ReservationCompensating, ReservationCompensated, ReservationCancelled, ReservationManualReview},
 	Moves: []Move[Reservation]{
-		{"", ReservationReserved, "migrations/00007_create_order.sql seckill_create_order"}, // the order transaction, first message of a reservation
+		{"", ReservationReserved, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"}, // the order transaction, first message of a reservation
 		{"", ReservationReserved, "internal/inventory/reservation.go Record"},
 		{"", ReservationReserved, "internal/inventory/overdue.go rejectOverdueTx"}, // a reservation PostgreSQL never saw, rejected at once
-		{ReservationReserved, ReservationOrderCreated, "migrations/00007_create_order.sql seckill_create_order"},
-		{ReservationReserved, ReservationOrderRejected, "migrations/00007_create_order.sql seckill_create_order"},
+		{ReservationReserved, ReservationOrderCreated, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"},
+		{ReservationReserved, ReservationOrderRejected, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"},
 		{ReservationReserved, ReservationOrderRejected, "internal/inventory/reservation.go Reject"}, // past the deadline (reconciliation)
 		{ReservationOrderRejected, ReservationCompensating, "internal/inventory/compensate.go authorizeCompensation"},
 		{ReservationCompensating, ReservationCompensated, "internal/inventory/compensate.go finishCompensation"},
@@ -54,7 +54,7 @@ var OrderMoves = Machine[Order]{
 	Table:  "orders",
 	States: []Order{OrderCreated, OrderPaying, OrderCancelPending, OrderPaid, OrderCancelled, OrderRefunding, OrderRefunded},
 	Moves: []Move[Order]{
-		{"", OrderCreated, "migrations/00007_create_order.sql seckill_create_order"},
+		{"", OrderCreated, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"},
 		{OrderCreated, OrderPaying, "internal/orders/orders.go ToPaying"},
 		{OrderPaying, OrderPaying, "internal/orders/orders.go ToPaying"}, // a second payment attempt
 		{OrderCreated, OrderCancelPending, "internal/orders/orders.go BeginCancel"},
@@ -106,7 +106,7 @@ var CompensationMoves = Machine[Compensation]{
 	States: []Compensation{CompensationPending, CompensationClaimed, CompensationRetry, CompensationApplied,
 		CompensationVerified, CompensationManual},
 	Moves: []Move[Compensation]{
-		{"", CompensationPending, "migrations/00007_create_order.sql seckill_create_order"},
+		{"", CompensationPending, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"},
 		{"", CompensationPending, "internal/inventory/reservation.go Reject"}, // past the deadline (reconciliation)
 		{CompensationPending, CompensationClaimed, "internal/inventory/compensate.go claimTask"},
 		{CompensationRetry, CompensationClaimed, "internal/inventory/compensate.go claimTask"},
@@ -124,7 +124,7 @@ var OutboxMoves = Machine[Outbox]{
 	States: []Outbox{OutboxPending, OutboxSending, OutboxRetry, OutboxSent, OutboxManual},
 	Moves: []Move[Outbox]{
 		{"", OutboxPending, "internal/outbox/outbox.go Insert"},
-		{"", OutboxPending, "migrations/00007_create_order.sql seckill_create_order"}, // ORDER_CREATED, RESERVATION_COMPENSATE_REQUIRED
+		{"", OutboxPending, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"}, // ORDER_CREATED, RESERVATION_COMPENSATE_REQUIRED
 		{OutboxPending, OutboxSending, "workers/outboxrelay/relay.go RelayOnce"},
 		{OutboxRetry, OutboxSending, "workers/outboxrelay/relay.go RelayOnce"},
 		{OutboxSending, OutboxSending, "workers/outboxrelay/relay.go RelayOnce"}, // its lease ran out

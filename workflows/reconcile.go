@@ -19,7 +19,7 @@ const (
 
 var recAct *activities.Reconciliation
 
-// ReconcileWorkflow runs one reconciliation (seed §13.5). The Temporal
+// ReconcileWorkflow runs one reconciliation (docs/spec.md#reconciliation). The Temporal
 // Schedule ReconcileScheduleID starts it periodically (overlap: skip), and
 // `seckill reconcile run` on demand. Two at once are harmless: every repair
 // has a fixed repair_id.

@@ -15,7 +15,7 @@ type RefundInput struct {
 }
 
 // RefundWorkflow gives back a payment that arrived after its order was
-// cancelled (seed §9.9): REFUNDING in PostgreSQL, refund at the provider with
+// cancelled (docs/spec.md#payment-vs-cancel): REFUNDING in PostgreSQL, refund at the provider with
 // the payment's fixed refund id, REFUNDED. Visible in the UI by
 // ReservationStatus = "REFUNDING" / "REFUNDED".
 func RefundWorkflow(ctx workflow.Context, in RefundInput) (string, error) {

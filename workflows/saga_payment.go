@@ -1,7 +1,7 @@
 package workflows
 
 // The order's life after it is created: payment, expiry, the user's cancel
-// and the payment-vs-cancel protocol (seed §7.6).
+// and the payment-vs-cancel protocol (docs/spec.md#payment-vs-cancel).
 
 import (
 	"time"
@@ -119,7 +119,7 @@ func (s *saga) drain(ctx workflow.Context) {
 
 func (s *saga) orderID() uuid.UUID { return uuid.MustParse(s.state.OrderID) }
 
-// cancel runs the payment-vs-cancel protocol (seed §7.6): CANCEL_PENDING by
+// cancel runs the payment-vs-cancel protocol (docs/spec.md#payment-vs-cancel): CANCEL_PENDING by
 // CAS, ask the provider (query, close), record a payment it reports, else
 // cancel by CAS with NOT EXISTS payment, then release Redis. A PAID order is
 // never cancelled. done=false means the order is not yet expired: wait again.

@@ -31,8 +31,8 @@ func newChaosMatrixCmd() *cobra.Command {
 	)
 	matrix := &cobra.Command{
 		Use:   "matrix",
-		Short: "Arm each seed failpoint in its real process, let it crash there, restart it, check the invariants; repeat",
-		Long: `For each failpoint (default: the seed's ten) and each run: the process that checks it on its real
+		Short: "Arm each matrix failpoint in its real process, let it crash there, restart it, check the invariants; repeat",
+		Long: `For each failpoint (default: the ten of docs/spec.md#failpoints) and each run: the process that checks it on its real
 path (gateway, saga worker or starter) is restarted with SECKILL_FAILPOINTS=<name>=1:crash, a small sale is
 played over HTTP (a rejection, a payment through the provider's callback, an expiry), the process kills
 itself at the failpoint (SIGKILL), is restarted clean, and the sale must settle: every reservation final,

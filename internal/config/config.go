@@ -116,7 +116,7 @@ type Config struct {
 	// compensation) this long after its business deadline is re-sent.
 	SendRecheckAfter time.Duration `env:"SECKILL_SEND_RECHECK_AFTER" envDefault:"1m"`
 	// ReservationTTL is garbage collection for Redis reservation keys: longer
-	// than every replay, payment and reconcile window (seed §8.2).
+	// than every replay, payment and reconcile window.
 	ReservationTTL time.Duration `env:"SECKILL_RESERVATION_TTL" envDefault:"168h"`
 	// SendLinger is how long the gateway's sender waits to fill a batch of
 	// ORDER_CREATE_REQUESTED after its first message. The client's answer
@@ -146,7 +146,7 @@ type Config struct {
 	RebalanceGrace time.Duration `env:"SECKILL_REBALANCE_GRACE" envDefault:"2s"`
 
 	// ConsumerConcurrency bounds the saga starter's RocketMQ consumer so a
-	// backlog cannot overrun Temporal or PostgreSQL (seed §11.3).
+	// backlog cannot overrun Temporal or PostgreSQL.
 	ConsumerConcurrency int `env:"SECKILL_CONSUMER_CONCURRENCY" envDefault:"16"`
 	// StarterGroup is the RocketMQ consumer group of the saga starter.
 	StarterGroup string `env:"SECKILL_STARTER_GROUP" envDefault:"saga-starter"`
@@ -174,7 +174,7 @@ type Config struct {
 	CallbackTolerance time.Duration `env:"SECKILL_CALLBACK_TOLERANCE" envDefault:"5m"`
 
 	// ReconcileWatermark: reconciliation judges only what changed longer ago
-	// than this (max transaction + outbox lag + projection lag + margin, seed §10.6).
+	// than this (max transaction + outbox lag + projection lag + margin).
 	ReconcileWatermark time.Duration `env:"SECKILL_RECONCILE_WATERMARK" envDefault:"2m"`
 	// ReconcileEvery is the period of the Temporal Schedule that runs it.
 	ReconcileEvery time.Duration `env:"SECKILL_RECONCILE_EVERY" envDefault:"5m"`

@@ -1,5 +1,5 @@
-// Package events defines the messages seckill puts on RocketMQ (seed §8.3,
-// §8.4). A message_id names one immutable payload: a retry re-sends the same
+// Package events defines the messages seckill puts on RocketMQ
+// (docs/spec.md#messages). A message_id names one immutable payload: a retry re-sends the same
 // bytes; consumers keep a hash of them to catch "same id, different payload".
 package events
 

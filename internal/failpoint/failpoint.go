@@ -1,4 +1,5 @@
-// Package failpoint injects crashes at named points of the code (seed §13.3),
+// Package failpoint injects crashes at named points of the code
+// (docs/spec.md#failpoints),
 // so tests can prove the system converges after a failure there.
 //
 // A failpoint is armed by the environment variable SECKILL_FAILPOINTS, read
@@ -36,7 +37,7 @@ import (
 	"syscall"
 )
 
-// Names of the failpoints the code checks (seed §13.3).
+// Names of the failpoints the code checks.
 const (
 	AfterRedisReserve          = "after_redis_reserve"
 	AfterMQSendBeforeRedisMark = "after_mq_send_before_redis_mark"
@@ -50,12 +51,13 @@ const (
 	AfterCancelPending         = "after_cancel_pending"
 )
 
-// Seed lists the seed's ten failpoints, in the order of a request's life.
+// Seed lists the ten failpoints of the crash-point matrix, in the order of a
+// request's life.
 var Seed = []string{AfterRedisReserve, AfterMQSendBeforeRedisMark, AfterInboxInsert, AfterPGStockDecrement,
 	AfterOrderInsert, AfterPGCommitBeforeAck, DuringCommitResponse, AfterCompensationLua,
 	AfterPaymentRecordInsert, AfterCancelPending}
 
-// Failpoints beyond the seed's ten, for regression tests of paths found later.
+// Failpoints beyond those ten, for regression tests of paths found later.
 const (
 	// AfterRepairCommit: ApplyRepair committed its decision, its answer is lost.
 	AfterRepairCommit = "after_repair_commit"

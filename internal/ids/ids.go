@@ -1,4 +1,4 @@
-// Package ids derives the stable business IDs of seckill (seed §9.1, §10.1).
+// Package ids derives the stable business IDs of seckill (docs/spec.md#stable-ids).
 //
 // reservation_id and message_id are computed, not random: HMAC-SHA256 under a
 // server secret of the request's identity, truncated to 128 bits and shaped
@@ -72,7 +72,7 @@ func (d *Deriver) ForRequest(ver int, activityID, skuID, userID int64, requestID
 
 // Named derives the fixed ID of a follow-up operation of an aggregate, e.g.
 // Named("ORDER", reservationID) or Named("COMPENSATE", reservationID), so every
-// retry of that operation reuses one ID (seed §2.3 rule 4).
+// retry of that operation reuses one ID.
 func Named(kind string, aggregate uuid.UUID, parts ...string) uuid.UUID {
 	fields := make([][]byte, 0, len(parts)+1)
 	fields = append(fields, aggregate[:])

@@ -1,4 +1,4 @@
-// Package invariants checks the invariants of ARCHITECTURE.md on the real
+// Package invariants checks the invariants (docs/spec.md#invariants) on the real
 // stores of one (activity, sku): the demo, the end-to-end tests and
 // operators run the same checks.
 package invariants
@@ -118,7 +118,7 @@ func (s *Snapshot) readRedis(ctx context.Context, rdb redis.Cmdable, sku lua.SKU
 // open (the cancel path's retries) before I6 calls it stuck.
 const OverdueGrace = time.Minute
 
-// Violation is one broken invariant, named as in ARCHITECTURE.md.
+// Violation is one broken invariant, named as in docs/spec.md (I1..I7).
 type Violation struct {
 	Invariant string `json:"invariant"`
 	Detail    string `json:"detail"`

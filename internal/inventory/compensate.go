@@ -43,13 +43,13 @@ var ErrNotCompensable = errors.New("not compensable")
 // the caller retries after it expires.
 var ErrLeaseHeld = errors.New("compensation task lease held by another attempt")
 
-// CompensationLease is how long one attempt owns the task (seed §9.7): as
+// CompensationLease is how long one attempt owns the task: as
 // long as the activity's start-to-close timeout (workflows.dbActivity), after
 // which Temporal retries an attempt lost with its worker.
 const CompensationLease = 10 * time.Second
 
 // Compensate gives a rejected reservation's unit back to Redis exactly once
-// (seed §9.6, §9.7): PostgreSQL CAS ORDER_REJECTED → COMPENSATING and a task
+// (docs/spec.md#compensation): PostgreSQL CAS ORDER_REJECTED → COMPENSATING and a task
 // claim by lease for owner, then compensate.lua with the fixed compensation
 // id, then COMPENSATED + task APPLIED. A missing Redis reservation or any
 // conflict never adds stock: task MANUAL, reservation MANUAL_REVIEW.

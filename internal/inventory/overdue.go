@@ -29,7 +29,7 @@ var errNotOverdue = errors.New("reservation not past its deadline yet")
 
 // RejectOverdue durably rejects a reservation that is still RESERVED in
 // PostgreSQL (or not there at all, see RejectInput.Unseen) past its business
-// deadline (seed §11.2, §13.5): ORDER_REJECTED with BUSINESS_DEADLINE_EXCEEDED,
+// deadline (docs/spec.md#business-deadline): ORDER_REJECTED with BUSINESS_DEADLINE_EXCEEDED,
 // its compensation task and outbox event, in one transaction, by CAS. A
 // message arriving later finds the rejection and creates no order. It returns
 // the reservation's status afterwards.

@@ -62,7 +62,7 @@ type Subject struct {
 }
 
 // Reject durably records ORDER_REJECTED with its compensation task and
-// outbox event in the caller's transaction (seed §9.4): RESERVED →
+// outbox event in the caller's transaction (docs/spec.md#durable-rejection): RESERVED →
 // ORDER_REJECTED, a compensation_task with the fixed key, and
 // RESERVATION_COMPENSATE_REQUIRED: the rows the order transaction's own
 // rejection writes (seckill_create_order). RejectOverdue uses it.

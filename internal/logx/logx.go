@@ -1,5 +1,5 @@
 // Package logx builds the JSON slog logger every seckill process writes with.
-// Field names follow seed §12.1 (trace_id, request_id, reservation_id, ...);
+// Field names are fixed (trace_id, request_id, reservation_id, ...);
 // they are log fields, never metric labels.
 package logx
 

@@ -1,5 +1,4 @@
-// Package metrics defines the Prometheus metrics of seckill (seed §12.2,
-// names adapted to Prometheus conventions). Labels are low-cardinality
+// Package metrics defines the Prometheus metrics of seckill. Labels are low-cardinality
 // outcomes only: IDs go to logs, never to labels (one bounded exception:
 // SKUFailures, loops.go).
 package metrics

@@ -5,8 +5,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// Saga holds the metrics of the order saga's activities (seed §12.2 "MQ to
-// PostgreSQL", "compensation", payments).
+// Saga holds the metrics of the order saga's activities: MQ to
+// PostgreSQL, compensation, payments.
 type Saga struct {
 	// OrderCreate counts CreateOrder outcomes: created, duplicate, rejected_stock,
 	// rejected_deadline, rejected_duplicate_order, rejected_unknown_sku, late, manual.
@@ -48,7 +48,7 @@ func NewSaga(reg prometheus.Registerer) *Saga {
 	}
 }
 
-// Reconcile holds the reconciler's metrics (seed §12.2 "reconciliation").
+// Reconcile holds the reconciler's metrics.
 type Reconcile struct {
 	Anomaly       *prometheus.CounterVec // seckill_reconcile_anomaly_total{type}
 	AutoRepair    *prometheus.CounterVec // seckill_reconcile_auto_repair_total{type}

@@ -56,14 +56,14 @@ type CreateResult struct {
 }
 
 // ErrCommitUnknown marks a commit whose outcome could not be established; the
-// caller retries with the same message_id, never compensates (seed §9.8).
+// caller retries with the same message_id, never compensates (docs/spec.md#commit-unknown).
 var ErrCommitUnknown = errors.New("transaction commit outcome unknown")
 
 // Store runs the order transaction.
 type Store struct {
 	pool *pgxpool.Pool
 	// verify is a separate pool used to resolve an unknown commit outcome on
-	// a fresh connection (seed §9.8).
+	// a fresh connection.
 	verify *pgxpool.Pool
 	fp     *failpoint.Set
 	log    *slog.Logger
@@ -96,8 +96,8 @@ func NewStore(d Deps) (*Store, error) {
 	return &Store{pool: d.Pool, verify: d.Verify, fp: d.Failpoints, log: d.Log, m: d.Metrics, topic: d.Topic}, nil
 }
 
-// Create runs the order transaction of seed §9.3 as one call of the
-// server-side function seckill_create_order (migrations/00007_create_order.sql):
+// Create runs the order transaction (docs/spec.md#order-transaction) as one call of the
+// server-side function seckill_create_order (migrations/00012_create_order_no_failpoints.sql):
 // inbox first, reservation row lock, status switch, deadline, order insert,
 // ledger, outbox, and the conditional stock update last, in one autocommit
 // statement: one round trip, and the hot stock row locked from its update to
@@ -109,7 +109,12 @@ func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (Crea
 	}
 	hash := inbox.PayloadHash(m)
 	fail := s.fp.Next(failpoint.AfterInboxInsert, failpoint.AfterOrderInsert, failpoint.AfterPGStockDecrement)
-	row, err := s.call(ctx, m, hash, fail.Name)
+	query, extra, err := s.createStatement(ctx, fail.Name)
+	if err != nil {
+		s.fp.Unfire(fail)
+		return CreateResult{}, fmt.Errorf("order transaction of message %s: %w", m.MessageID, err)
+	}
+	row, err := s.call(ctx, query, m, hash, extra)
 	var pgErr *pgconn.PgError
 	if reached := errors.As(err, &pgErr) && pgErr.Code == sqlStateFailpoint; !reached {
 		s.fp.Unfire(fail) // the function took another path: the failpoint waits for the next pass
@@ -150,14 +155,15 @@ func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (Crea
 	return res, nil
 }
 
-// sqlStateFailpoint is what seckill_create_order raises at the failpoint
-// passed in p_fail_at.
+// sqlStateFailpoint is what the order transaction fails with where an inner
+// failpoint stood. Only a build with -tags failpoints can make it do so
+// (create_failpoints.go); seckill_create_order itself has no failpoint.
 const sqlStateFailpoint = "SK001"
 
 // createSQL calls the order transaction; its arguments are in the order of
 // the function's parameters.
 const createSQL = `SELECT o_outcome, o_reason, o_order_id, o_expires_at, o_duplicate, o_hash, o_code
-	FROM seckill_create_order($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`
+	FROM seckill_create_order($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`
 
 // fnRow is what seckill_create_order returns.
 type fnRow struct {
@@ -169,16 +175,18 @@ type fnRow struct {
 	code            *string // duplicate: the recorded result code
 }
 
-func (s *Store) call(ctx context.Context, m events.OrderCreateRequested, hash []byte, failAt string) (fnRow, error) {
+// call runs query (createSQL, or what createStatement chose) with the
+// function's arguments, then extra.
+func (s *Store) call(ctx context.Context, query string, m events.OrderCreateRequested, hash []byte, extra []any) (fnRow, error) {
 	rid := m.ReservationID
 	orderID := ID(rid)
-	var r fnRow
-	err := s.pool.QueryRow(ctx, createSQL, ConsumerGroup, s.topic, m.MessageID, m.EventType,
+	args := append([]any{ConsumerGroup, s.topic, m.MessageID, m.EventType,
 		rid, m.RequestID, m.ActivityID, m.SKUID, m.UserID, m.ReservedAt, m.BusinessDeadline, hash,
 		orderID, outbox.EventID("ORDER_CREATED", orderID), inventory.LedgerOccupyKey(rid),
 		inventory.CompensationTaskID(rid), inventory.CompensationKey(rid),
-		outbox.EventID("RESERVATION_COMPENSATE_REQUIRED", rid), failAt,
-	).Scan(&r.outcome, &r.reason, &r.orderID, &r.expiresAt, &r.duplicate, &r.hash, &r.code)
+		outbox.EventID("RESERVATION_COMPENSATE_REQUIRED", rid)}, extra...)
+	var r fnRow
+	err := s.pool.QueryRow(ctx, query, args...).Scan(&r.outcome, &r.reason, &r.orderID, &r.expiresAt, &r.duplicate, &r.hash, &r.code)
 	return r, err
 }
 

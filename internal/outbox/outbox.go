@@ -1,4 +1,4 @@
-// Package outbox writes transactional outbox events (seed §9.4): inside the
+// Package outbox writes transactional outbox events (docs/spec.md#outbox): inside the
 // business transaction, with a fixed event_id derived from the aggregate and
 // the event type, so a retried transaction can never add a second copy.
 package outbox

@@ -21,7 +21,7 @@ import (
 // crashed, and the cancel's provider query decides.
 const paymentStartGuard = "30 seconds"
 
-// BeginCancel moves CREATED/PAYING → CANCEL_PENDING (seed §9.9). With
+// BeginCancel moves CREATED/PAYING → CANCEL_PENDING (docs/spec.md#payment-vs-cancel). With
 // requireExpired the move happens only once expires_at has passed (the
 // expiry path); a user's own cancel does not need it. While the buyer is
 // starting a payment at the provider it answers StatusPaymentStarting and

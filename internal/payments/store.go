@@ -1,5 +1,5 @@
-// Package payments holds the money side of an order in PostgreSQL (seed §7.6,
-// §9.9): recording a provider payment, the CANCEL_PENDING → CANCELLED path
+// Package payments holds the money side of an order in PostgreSQL
+// (docs/spec.md#payments): recording a provider payment, the CANCEL_PENDING → CANCELLED path
 // that never cancels a paid order, and refunds of payments that landed after
 // a cancel. Every transition is a conditional update whose affected rows are
 // checked, and each writes its ledger row and outbox event in the same
@@ -108,7 +108,7 @@ func NewStore(pool *pgxpool.Pool, fp *failpoint.Set) *Store {
 // Record records a provider payment idempotently and moves the order to PAID
 // by conditional update from CREATED, PAYING or CANCEL_PENDING, with the
 // ledger (occupied → sold) and an ORDER_PAID outbox event, in one
-// transaction (seed §9.9). A payment for a CANCELLED order is recorded with
+// transaction. A payment for a CANCELLED order is recorded with
 // its refund obligation (refund_task) for the refund relay. An unknown order
 // is an error: it never creates an order.
 func (s *Store) Record(ctx context.Context, ev Evidence) (RecordResult, error) {

@@ -1,4 +1,4 @@
-// Package reconcile is the last safety net (seed §10.6, §11.5, §13.4, §13.5):
+// Package reconcile is the last safety net (docs/spec.md#reconciliation):
 // per (activity, sku) it checks stock conservation in PostgreSQL and Redis
 // and their cross-system relation, walks reservations older than a
 // watermark, classifies every anomaly, and repairs only on clear evidence,
@@ -35,7 +35,7 @@ import (
 	"github.com/seckill/seckill/state"
 )
 
-// Anomaly types (seed §13.4) and what reconciliation does about them.
+// Anomaly types and what reconciliation does about them.
 const (
 	PGInvariant        = "PG_INVARIANT_BROKEN"           // MANUAL
 	RedisInvariant     = "REDIS_INVARIANT_BROKEN"        // MANUAL (rebuild Redis from PostgreSQL)
@@ -134,7 +134,7 @@ func New(pool *pgxpool.Pool, rdb redis.Cmdable, stores Stores, m *metrics.Reconc
 	return &Reconciler{pool: pool, rdb: rdb, stores: stores, m: m, log: log, watermark: watermark, now: time.Now}, nil
 }
 
-// RepairID is the fixed id of a repair (seed §11.6 step 4).
+// RepairID is the fixed id of a repair (docs/spec.md#repair-ids).
 func RepairID(rule, object string, version int64, target string) string {
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%s", rule, object, version, target)))
 	return hex.EncodeToString(h[:])

@@ -19,7 +19,8 @@ import (
 // unsettledPage is how many send_due members one ZSCAN step reads.
 const unsettledPage = 500
 
-// unsettled is the Redis-side loop of seed §13.5. send_due holds every
+// unsettled is the Redis-side loop of reconciliation
+// (docs/spec.md#reconciliation). send_due holds every
 // reservation Redis admitted that is still RESERVED there (lua/send_done.lua
 // never drops one). A reservation past its business deadline (older than the
 // watermark) that PostgreSQL never saw, or holds as RESERVED, gets its

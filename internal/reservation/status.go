@@ -25,7 +25,7 @@ type View struct {
 	// Status is the client-facing state: QUEUED, ORDER_CREATED, REJECTED,
 	// CANCELLED, UNDER_REVIEW, or the order's state once it moves (PAID, ...).
 	Status string `json:"status"`
-	// ReservationStatus is the internal state machine value (seed §8.1).
+	// ReservationStatus is the internal state machine value (docs/spec.md#reservation-states).
 	ReservationStatus string     `json:"reservation_status"`
 	OrderID           *uuid.UUID `json:"order_id,omitempty"`
 	OrderStatus       string     `json:"order_status,omitempty"`

@@ -23,7 +23,7 @@ import (
 // user, so every statement really writes, as CreateOrder's do.
 //
 // It is hand-written on purpose: the published baseline of
-// docs/benchmarks.md (issue 4), the four statements of the seed's order
+// docs/benchmarks.md (issue 4), the four statements of the original order
 // transaction, fixed so that its numbers stay comparable from run to run. It
 // is no copy of CreateOrder: the replay leg (a') runs CreateOrder's own
 // statements, recorded from the code (Recording, replay_record.go).

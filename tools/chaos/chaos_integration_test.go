@@ -47,7 +47,7 @@ func startCluster(ctx context.Context, t *testing.T, cfg config.Config) (*chaos.
 }
 
 // The crash-point matrix, short form (docs/chaos.md has the soak): each of
-// the seed's ten failpoints is armed in the process that checks it on its
+// the ten failpoints of the matrix (failpoint.Seed) is armed in the process that checks it on its
 // real path, the process SIGKILLs itself there and is restarted, and every
 // sale played meanwhile must settle with I1–I7 holding, nothing open, owed
 // or running. First every failpoint runs SECKILL_CRASH_RUNS times (5) with
@@ -79,7 +79,7 @@ func TestCrashPointMatrix(t *testing.T) {
 			t.Fatalf("%s: %v", mode.name, err)
 		}
 		if len(rep.Rows) != len(failpoint.Seed) {
-			t.Fatalf("%s: %d failpoints run, want the seed's %d", mode.name, len(rep.Rows), len(failpoint.Seed))
+			t.Fatalf("%s: %d failpoints run, want the matrix's %d", mode.name, len(rep.Rows), len(failpoint.Seed))
 		}
 		for _, row := range rep.Rows {
 			// Pipelined, a crash while starting (a sale in flight hit the

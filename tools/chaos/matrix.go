@@ -14,7 +14,7 @@ import (
 	"github.com/seckill/seckill/internal/failpoint"
 )
 
-// Hosts says which process checks each seed failpoint on its real path.
+// Hosts says which process checks each matrix failpoint on its real path.
 // after_pg_commit_before_ack is checked by two: the saga worker (CreateOrder
 // committed, Temporal not told) and the starter (inbox committed, broker not
 // acknowledged); the matrix alternates between them.
@@ -33,7 +33,7 @@ var Hosts = map[string][]string{
 
 // MatrixOptions shape a crash-point matrix.
 type MatrixOptions struct {
-	// Failpoints to arm (default: the seed's ten), Runs of each.
+	// Failpoints to arm (default: failpoint.Seed, the ten of docs/spec.md#failpoints), Runs of each.
 	Failpoints []string
 	Runs       int
 	// Pipeline: after a crash the process comes back armed for the next run

@@ -1,5 +1,5 @@
 // Package chaos proves convergence by killing things: the crash-point matrix
-// (every seed failpoint armed on its real path in a real seckill process,
+// (every matrix failpoint armed on its real path in a real seckill process,
 // the process killed there and restarted, the invariants checked each time)
 // and the kill soak (random SIGKILLs of the gateway, the workers, the
 // Temporal server, the broker, PostgreSQL and Redis under load). The

@@ -1,5 +1,5 @@
-// Package outboxrelay publishes event_outbox rows to RocketMQ (seed §9.5,
-// §10.4): claim a batch by lease in a short transaction (FOR UPDATE SKIP
+// Package outboxrelay publishes event_outbox rows to RocketMQ
+// (docs/spec.md#outbox): claim a batch by lease in a short transaction (FOR UPDATE SKIP
 // LOCKED), send outside any transaction with the fixed event_id, then mark
 // SENT, or RETRY with exponential backoff, or MANUAL after bounded attempts.
 // The sends fit the lease: one is begun only when its whole timeout ends

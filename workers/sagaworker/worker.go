@@ -29,7 +29,7 @@ func RegisterBulkRepair(r worker.Registry, bulk *activities.BulkRepair) {
 }
 
 // New builds a worker on taskQueue whose concurrent activities are bounded
-// by maxActivities (keep it within the PostgreSQL pool: seed §11.3) and
+// by maxActivities (keep it within the PostgreSQL pool) and
 // whose activities are watched and their errors classified as ao says
 // (temporalx.ActivityInterceptor).
 func New(c client.Client, taskQueue string, acts *activities.Activities, rec *activities.Reconciliation, maxActivities int,

@@ -1,4 +1,4 @@
-// Package senddue is the send-due scanner (seed §7.2, §10.2): it re-sends
+// Package senddue is the send-due scanner (docs/spec.md#send-due): it re-sends
 // ORDER_CREATE_REQUESTED for reservations the gateway could not confirm as
 // sent, with the same message_id, claiming work by lease so that several
 // scanners can run at once and a crashed one loses nothing. A claim is
