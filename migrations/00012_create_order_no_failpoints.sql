@@ -14,7 +14,7 @@
 -- call them (docs/chaos.md, "Failpoints inside the order transaction").
 --
 -- See 00007 for the order of work. CREATE OR REPLACE makes the new
--- signature (18 parameters) beside the old one (19); the old one goes.
+-- signature (18 parameters) beside the old one (19), which becomes a forwarder.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION seckill_create_order(
     p_group text, p_topic text, p_message_id uuid, p_event_type text,
@@ -137,8 +137,26 @@ END
 $fn$;
 -- +goose StatementEnd
 
-DROP FUNCTION IF EXISTS seckill_create_order(text, text, uuid, text, uuid, uuid, bigint, bigint, bigint, timestamptz, timestamptz, bytea,
-    uuid, uuid, text, uuid, text, uuid, text);
+-- The 19-parameter signature stays for a rolling deploy, without its
+-- failpoints (p_fail_at keeps its name, which PostgreSQL will not change,
+-- and is ignored): a binary from before this migration still calls it (with
+-- p_fail_at '' in production) and gets the new function's work. A later
+-- migration drops it once no such binary runs.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION seckill_create_order(
+    p_group text, p_topic text, p_message_id uuid, p_event_type text,
+    p_reservation_id uuid, p_request_id uuid, p_activity_id bigint, p_sku_id bigint, p_user_id bigint,
+    p_reserved_at timestamptz, p_deadline timestamptz, p_hash bytea,
+    p_order_id uuid, p_order_event_id uuid, p_ledger_key text,
+    p_comp_task_id uuid, p_comp_key text, p_comp_event_id uuid, p_fail_at text, -- ignored
+    OUT o_outcome text, OUT o_reason text, OUT o_order_id uuid, OUT o_expires_at timestamptz,
+    OUT o_duplicate boolean, OUT o_hash bytea, OUT o_code text)
+LANGUAGE sql AS $fn$
+    SELECT * FROM seckill_create_order(p_group, p_topic, p_message_id, p_event_type, p_reservation_id, p_request_id,
+        p_activity_id, p_sku_id, p_user_id, p_reserved_at, p_deadline, p_hash, p_order_id, p_order_event_id, p_ledger_key,
+        p_comp_task_id, p_comp_key, p_comp_event_id);
+$fn$;
+-- +goose StatementEnd
 
 -- +goose Down
 -- The 19-parameter function of 00007, whole, then the new one dropped.
