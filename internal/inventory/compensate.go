@@ -143,6 +143,16 @@ func (s *Store) authorizeCompensation(ctx context.Context, rid uuid.UUID) (compe
 	if err != nil {
 		return r, fmt.Errorf("authorize compensation of %s: %w", rid, err)
 	}
+	if !moved && r.status == state.ReservationOrderRejected {
+		// Another caller moved the row while this statement waited for its
+		// lock: the UPDATE then matched nothing, and the SELECT beside it saw
+		// the statement's older snapshot. A new statement sees the move.
+		err = s.pool.QueryRow(ctx, `SELECT status, user_id, reason_code FROM inventory_reservation WHERE reservation_id = $1`, rid).
+			Scan(&r.status, &r.userID, &reason)
+		if err != nil {
+			return r, fmt.Errorf("authorize compensation of %s: read again: %w", rid, err)
+		}
+	}
 	if reason != nil {
 		r.reason = *reason
 	}
