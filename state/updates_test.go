@@ -48,11 +48,7 @@ var unchecked = map[string]string{
 // admitted are moves an UPDATE's WHERE lets through that its machine does
 // not list, keyed "file func table from→to", each with the reason it is
 // left as it is. An entry no UPDATE needs any more fails the test.
-var admitted = map[string]string{
-	"internal/payments/refund.go FinishRefund refund_task MANUAL→DONE": "finding: WHERE status <> 'DONE' also " +
-		"finishes a task held for a person (HoldRefund) should the provider's refund be recorded after all; " +
-		"RefundMoves lists PENDING/STARTED → DONE only. Kept: the provider did refund, DONE is the truth",
-}
+var admitted = map[string]string{}
 
 // statusUpdate is one UPDATE of a state table's status found in the sources.
 type statusUpdate struct {
