@@ -145,6 +145,7 @@ var RefundMoves = Machine[Refund]{
 		{RefundPending, RefundStarted, "workers/refundrelay/relay.go start"},
 		{RefundPending, RefundDone, "internal/payments/refund.go FinishRefund"},
 		{RefundStarted, RefundDone, "internal/payments/refund.go FinishRefund"},
+		{RefundManual, RefundDone, "internal/payments/refund.go FinishRefund"}, // held, settled with the provider by hand (docs/operations.md#refund-backlog)
 		{RefundPending, RefundManual, "internal/payments/refund.go HoldRefund"},
 		{RefundStarted, RefundManual, "internal/payments/refund.go HoldRefund"},
 	},

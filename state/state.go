@@ -2,8 +2,10 @@
 // and the moves between them: one type per status column, one table of
 // allowed moves per type, each move naming the one function that makes it.
 // The SQL CHECK constraints of migrations/ list the same values
-// (TestCheckConstraintsMatch compares them), so "where does an order become
-// CANCELLED?" has one answer: OrderMoves.
+// (TestCheckConstraintsMatch compares them), and every conditional status
+// UPDATE of the Go sources and migrations moves only from statuses its
+// machine allows into its target (TestUpdatesFollowMoves reads them), so
+// "where does an order become CANCELLED?" has one answer: OrderMoves.
 package state
 
 import "slices"

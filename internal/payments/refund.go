@@ -30,15 +30,19 @@ type Refund struct {
 // RefundID is the fixed refund id of a payment (the provider dedupes on it).
 func RefundID(paymentID uuid.UUID) string { return "refund_" + ids.Named("REFUND", paymentID).String() }
 
-// oweRefund records, in the transaction that recorded a payment that is not
-// to be kept (its order is cancelled or refunding, or was paid by another
-// payment), the obligation to refund it: a refund_task the refund relay works
-// off until FinishRefund.
-func oweRefund(ctx context.Context, tx pgx.Tx, paymentID, orderID uuid.UUID, activityID, skuID int64) error {
+// oweRefund records, in the transaction that recorded a payment, the
+// obligation to refund it when it is not to be kept (seckill_refund_owed: its
+// order is cancelled or refunding, or was paid by another payment): a
+// refund_task the refund relay works off until FinishRefund. Only a SUCCESS
+// payment gets one here: a refunding or refunded one already has its task
+// (reconciliation writes a missing one).
+func oweRefund(ctx context.Context, tx pgx.Tx, paymentID uuid.UUID) error {
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO refund_task (payment_id, order_id, activity_id, sku_id)
-		SELECT $1, $2, $3, $4 FROM payment_record WHERE payment_id = $1 AND status = 'SUCCESS'
-		ON CONFLICT (payment_id) DO NOTHING`, paymentID, orderID, activityID, skuID); err != nil {
+		SELECT p.payment_id, p.order_id, o.activity_id, o.sku_id
+		FROM payment_record p JOIN orders o ON o.order_id = p.order_id
+		WHERE p.payment_id = $1 AND p.status = 'SUCCESS' AND seckill_refund_owed(p.payment_id, p.status, o.status, o.payment_id)
+		ON CONFLICT (payment_id) DO NOTHING`, paymentID); err != nil {
 		return fmt.Errorf("record refund obligation of %s: %w", paymentID, err)
 	}
 	return nil
@@ -53,11 +57,12 @@ func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, s
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var orderStatus string
 		var paymentStatus state.Payment
-		var paidBy *uuid.UUID
+		var owed bool
 		err := tx.QueryRow(ctx, `
-			SELECT p.order_id, p.provider, p.provider_transaction_id, p.amount_cents, p.status, o.status, o.payment_id
+			SELECT p.order_id, p.provider, p.provider_transaction_id, p.amount_cents, p.status, o.status,
+			       seckill_refund_owed(p.payment_id, p.status, o.status, o.payment_id)
 			FROM payment_record p JOIN orders o ON o.order_id = p.order_id
-			WHERE p.payment_id = $1 FOR UPDATE`, paymentID).Scan(&r.OrderID, &r.Provider, &r.TransactionID, &r.AmountCents, &paymentStatus, &orderStatus, &paidBy)
+			WHERE p.payment_id = $1 FOR UPDATE`, paymentID).Scan(&r.OrderID, &r.Provider, &r.TransactionID, &r.AmountCents, &paymentStatus, &orderStatus, &owed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("payment %s: not in PostgreSQL: %w", paymentID, ErrNotRefundable)
 		}
@@ -70,9 +75,9 @@ func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, s
 			return nil
 		}
 		switch {
-		case orderStatus == StatusCancelled, orderStatus == StatusRefunding, orderStatus == StatusRefunded:
-		case orderStatus == StatusPaid && paidBy != nil && *paidBy != paymentID:
-			// A second payment of a paid order: it is given back, the order stays PAID.
+		case owed:
+			// Its order is cancelled or refunding, or a second payment of a
+			// paid order (given back, the order stays PAID): seckill_refund_owed.
 		case orderStatus == StatusPaid:
 			// The payment that paid its order is never refunded here.
 			return fmt.Errorf("payment %s pays its %s order: %w", paymentID, orderStatus, ErrNotRefundable)

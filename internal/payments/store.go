@@ -180,10 +180,11 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordRes
 	default: // REFUNDING, REFUNDED
 		res.Outcome, res.OrderStatus = AlreadyRefunding, string(o.Status)
 	}
-	if res.Outcome == PaidAfterCancel || res.Outcome == AlreadyRefunding || res.Outcome == DuplicatePayment {
-		if err := oweRefund(ctx, tx, res.PaymentID, ev.OrderID, o.ActivityID, o.SKUID); err != nil {
-			return res, err
-		}
+	// Whether this payment is owed back is seckill_refund_owed's to say, on
+	// the order as this transaction left it (PaidAfterCancel,
+	// AlreadyRefunding and DuplicatePayment are the outcomes it holds for).
+	if err := oweRefund(ctx, tx, res.PaymentID); err != nil {
+		return res, err
 	}
 	return res, nil
 }

@@ -16,7 +16,7 @@ const paymentBatch = 200
 
 // refunds finds payments that are not to be kept — landed on a cancelled
 // (or refunding) order, or a second payment of a paid order — and are not
-// refunded, older than the watermark: each must have its refund
+// refunded (seckill_refund_owed, the rule RecordTx and BeginRefund use), older than the watermark: each must have its refund
 // obligation (refund_task), due now for the refund relay. A missing task is
 // written; a stalled one is made due again.
 func (r *Reconciler) refunds(ctx context.Context, rep *Report) error {
@@ -24,8 +24,7 @@ func (r *Reconciler) refunds(ctx context.Context, rep *Report) error {
 		SELECT p.payment_id, p.order_id, o.activity_id, o.sku_id, p.status, COALESCE(t.status, ''), COALESCE(t.attempt_count, 0)
 		FROM payment_record p JOIN orders o ON o.order_id = p.order_id
 		LEFT JOIN refund_task t ON t.payment_id = p.payment_id
-		WHERE p.status IN ('SUCCESS', 'REFUNDING')
-		  AND (o.status IN ('CANCELLED', 'REFUNDING', 'REFUNDED') OR (o.status = 'PAID' AND p.payment_id <> o.payment_id))
+		WHERE seckill_refund_owed(p.payment_id, p.status, o.status, o.payment_id)
 		  AND p.updated_at < $1 AND (t.status IS NULL OR t.status <> 'DONE')
 		ORDER BY p.updated_at LIMIT $2`, rep.Watermark, paymentBatch)
 	if err != nil {
