@@ -80,16 +80,31 @@ func (s *Store) Compensate(ctx context.Context, in CompensateInput, owner string
 		if err := s.finishCompensation(ctx, in.ReservationID, owner, text); err != nil {
 			return CompensateResult{}, err
 		}
-		s.m.Compensation.WithLabelValues(map[lua.CompensateCode]string{lua.Compensated: "applied", lua.AlreadyCompensated: "already_applied"}[reply.Code]).Inc()
+		s.m.Compensation.WithLabelValues(compensationLabel(reply.Code)).Inc()
 		s.log.InfoContext(ctx, "compensation.redis_applied", "reservation_id", in.ReservationID, "compensation_id", CompensationKey(in.ReservationID), "result", text)
 		return CompensateResult{Status: string(state.ReservationCompensated), LuaCode: code, Reason: text}, nil
 	}
 	if err := s.toManual(ctx, in.ReservationID, owner, text); err != nil {
 		return CompensateResult{}, err
 	}
-	s.m.Compensation.WithLabelValues(map[bool]string{true: "redis_missing", false: "state_conflict"}[reply.Code == lua.CompensateMissing]).Inc()
+	s.m.Compensation.WithLabelValues(compensationLabel(reply.Code)).Inc()
 	s.log.ErrorContext(ctx, "compensation.redis_missing", "reservation_id", in.ReservationID, "lua_code", code, "result", text)
 	return CompensateResult{Status: string(state.ReservationManualReview), LuaCode: code, Reason: text}, nil
+}
+
+// compensationLabel is seckill_compensation_total's result for
+// compensate.lua's code: applied, already_applied, redis_missing, or
+// state_conflict for any other refusal.
+func compensationLabel(c lua.CompensateCode) string {
+	switch c {
+	case lua.Compensated:
+		return "applied"
+	case lua.AlreadyCompensated:
+		return "already_applied"
+	case lua.CompensateMissing:
+		return "redis_missing"
+	}
+	return "state_conflict"
 }
 
 // compensationStart decides from the reservation's status after the
