@@ -182,3 +182,16 @@ func TestStillReserved(t *testing.T) {
 		}
 	}
 }
+
+func TestCompensationLabel(t *testing.T) {
+	tests := map[lua.CompensateCode]string{
+		lua.Compensated: "applied", lua.AlreadyCompensated: "already_applied", lua.CompensateMissing: "redis_missing",
+		lua.CompensateIDMismatch: "state_conflict", lua.CompensateOrderExists: "state_conflict",
+		lua.CompensateInvalidStatus: "state_conflict", lua.CompensateIDConflict: "state_conflict",
+	}
+	for code, want := range tests {
+		if got := compensationLabel(code); got != want {
+			t.Errorf("compensationLabel(%d) = %q, want %q", code, got, want)
+		}
+	}
+}
