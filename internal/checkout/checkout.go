@@ -172,14 +172,23 @@ func (s *Service) RequestCancel(ctx context.Context, userID int64, orderID uuid.
 	if err != nil {
 		return err
 	}
-	if o.Status != payments.StatusCreated && o.Status != payments.StatusPaying {
-		return &StateError{"cancel", o.Status}
+	if err := cancelRefusal(o.Status); err != nil {
+		return err
 	}
 	m, err := inventory.Message(ctx, s.pool, o.ReservationID)
 	if err != nil {
 		return err
 	}
 	return s.sagas.Cancel(ctx, m, reason)
+}
+
+// cancelRefusal refuses a user's cancel of an order in status: only a
+// CREATED or PAYING order can be cancelled.
+func cancelRefusal(status string) error {
+	if status != payments.StatusCreated && status != payments.StatusPaying {
+		return &StateError{"cancel", status}
+	}
+	return nil
 }
 
 // CallbackBody is a provider's payment.succeeded callback.
@@ -252,6 +261,15 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 	case duplicate:
 		return nil // already applied by an earlier delivery
 	}
+	s.recorded(ctx, id, cb, res)
+	return nil
+}
+
+// recorded acts on a payment the callback recorded (committed): it counts
+// the outcome, tells the saga of a payment that paid its order, and starts
+// the refund of one that is owed back (failures are logged: PostgreSQL
+// holds the fact and the refund obligation).
+func (s *Service) recorded(ctx context.Context, id string, cb CallbackBody, res payments.RecordResult) {
 	result := string(res.Outcome)
 	s.m.Payment.WithLabelValues(strings.ToLower(result)).Inc()
 	s.log.Info("payment.recorded", "webhook_id", id, "payment_id", res.PaymentID, "order_id", cb.MerchantOrderID, "result", result)
@@ -268,7 +286,6 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 			s.log.Warn("payment.refund_start_deferred", "payment_id", res.PaymentID, "error", err)
 		}
 	}
-	return nil
 }
 
 var errWebhookReused = errors.New("webhook id seen before with another body")

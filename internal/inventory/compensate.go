@@ -58,12 +58,8 @@ func (s *Store) Compensate(ctx context.Context, in CompensateInput, owner string
 	if err != nil {
 		return CompensateResult{}, err
 	}
-	switch r.status {
-	case state.ReservationCompensated, state.ReservationManualReview:
-		return CompensateResult{Status: string(r.status)}, nil
-	case state.ReservationCompensating:
-	default:
-		return CompensateResult{}, fmt.Errorf("reservation %s is %s: %w: compensation not allowed", in.ReservationID, r.status, ErrNotCompensable)
+	if res, done, err := compensationStart(in.ReservationID, r.status); done || err != nil {
+		return res, err
 	}
 	taskStatus, err := s.claimTask(ctx, in.ReservationID, owner)
 	if errors.Is(err, ErrLeaseHeld) {
@@ -84,16 +80,45 @@ func (s *Store) Compensate(ctx context.Context, in CompensateInput, owner string
 		if err := s.finishCompensation(ctx, in.ReservationID, owner, text); err != nil {
 			return CompensateResult{}, err
 		}
-		s.m.Compensation.WithLabelValues(map[lua.CompensateCode]string{lua.Compensated: "applied", lua.AlreadyCompensated: "already_applied"}[reply.Code]).Inc()
+		s.m.Compensation.WithLabelValues(compensationLabel(reply.Code)).Inc()
 		s.log.InfoContext(ctx, "compensation.redis_applied", "reservation_id", in.ReservationID, "compensation_id", CompensationKey(in.ReservationID), "result", text)
 		return CompensateResult{Status: string(state.ReservationCompensated), LuaCode: code, Reason: text}, nil
 	}
 	if err := s.toManual(ctx, in.ReservationID, owner, text); err != nil {
 		return CompensateResult{}, err
 	}
-	s.m.Compensation.WithLabelValues(map[bool]string{true: "redis_missing", false: "state_conflict"}[reply.Code == lua.CompensateMissing]).Inc()
+	s.m.Compensation.WithLabelValues(compensationLabel(reply.Code)).Inc()
 	s.log.ErrorContext(ctx, "compensation.redis_missing", "reservation_id", in.ReservationID, "lua_code", code, "result", text)
 	return CompensateResult{Status: string(state.ReservationManualReview), LuaCode: code, Reason: text}, nil
+}
+
+// compensationLabel is seckill_compensation_total's result for
+// compensate.lua's code: applied, already_applied, redis_missing, or
+// state_conflict for any other refusal.
+func compensationLabel(c lua.CompensateCode) string {
+	switch c {
+	case lua.Compensated:
+		return "applied"
+	case lua.AlreadyCompensated:
+		return "already_applied"
+	case lua.CompensateMissing:
+		return "redis_missing"
+	}
+	return "state_conflict"
+}
+
+// compensationStart decides from the reservation's status after the
+// authorization whether the compensation goes on (COMPENSATING), is already
+// over (done: COMPENSATED or MANUAL_REVIEW, the result says which), or is
+// not allowed (ErrNotCompensable).
+func compensationStart(rid uuid.UUID, status state.Reservation) (res CompensateResult, done bool, err error) {
+	switch status {
+	case state.ReservationCompensated, state.ReservationManualReview:
+		return CompensateResult{Status: string(status)}, true, nil
+	case state.ReservationCompensating:
+		return CompensateResult{}, false, nil
+	}
+	return CompensateResult{}, false, fmt.Errorf("reservation %s is %s: %w: compensation not allowed", rid, status, ErrNotCompensable)
 }
 
 // compensateRedis runs compensate.lua with the fixed compensation id.
@@ -181,6 +206,13 @@ func (s *Store) claimTask(ctx context.Context, rid uuid.UUID, owner string) (sta
 	if err := s.pool.QueryRow(ctx, `SELECT status FROM compensation_task WHERE task_id = $1`, CompensationTaskID(rid)).Scan(&status); err != nil {
 		return "", fmt.Errorf("read compensation task of %s: %w", rid, err)
 	}
+	return unclaimedTask(status)
+}
+
+// unclaimedTask decides about a task the claim did not take, by its status:
+// an APPLIED, VERIFIED or MANUAL task is returned as it is (the caller
+// finishes or stops); any other is held by another attempt (ErrLeaseHeld).
+func unclaimedTask(status state.Compensation) (state.Compensation, error) {
 	switch status {
 	case state.CompensationApplied, state.CompensationVerified, state.CompensationManual:
 		return status, nil

@@ -73,10 +73,11 @@ func rejectOverdueTx(ctx context.Context, tx pgx.Tx, in RejectInput) (state.Rese
 	if err != nil {
 		return "", fmt.Errorf("lock reservation %s: %w", in.ReservationID, err)
 	}
-	if status == state.ReservationReserved && !overdue && in.Unseen != nil {
-		return "", errNotOverdue // leave no row behind: CreateOrder records it when the message comes
+	reject, err := overdueVerdict(status, overdue, in.Unseen != nil)
+	if err != nil {
+		return "", err
 	}
-	if status != state.ReservationReserved || !overdue {
+	if !reject {
 		return status, nil
 	}
 	sub.ReservationID = in.ReservationID
@@ -84,4 +85,16 @@ func rejectOverdueTx(ctx context.Context, tx pgx.Tx, in RejectInput) (state.Rese
 		return "", err
 	}
 	return state.ReservationOrderRejected, nil
+}
+
+// overdueVerdict decides RejectOverdue's move for a reservation locked in
+// status: reject only a RESERVED one past its deadline (overdue). A RESERVED
+// one not overdue yet that reconciliation recorded from Redis (unseen) is
+// errNotOverdue: its transaction rolls back, leaving no row behind
+// (CreateOrder records it when the message comes). Any other is left as it is.
+func overdueVerdict(status state.Reservation, overdue, unseen bool) (reject bool, err error) {
+	if status == state.ReservationReserved && !overdue && unseen {
+		return false, errNotOverdue
+	}
+	return status == state.ReservationReserved && overdue, nil
 }

@@ -63,7 +63,7 @@ type ReleaseInput struct {
 // keeps the unit's return at most once.
 func (s *Store) ReleaseRedis(ctx context.Context, in ReleaseInput) (ProjectionResult, error) {
 	res, err := s.release(ctx, in)
-	if err != nil || res.Code != int64(lua.ReleaseInvalidStatus) || res.Text != releaseStillReserved {
+	if err != nil || !stillReserved(res) {
 		return res, err
 	}
 	p, err := s.ProjectOrderCreated(ctx, ProjectionInput(in))
@@ -80,6 +80,12 @@ func (s *Store) ReleaseRedis(ctx context.Context, in ReleaseInput) (ProjectionRe
 // releaseStillReserved is release.lua's answer for a reservation whose
 // projection never ran.
 const releaseStillReserved = "INVALID_STATUS:RESERVED"
+
+// stillReserved reports release.lua's answer for a reservation whose
+// projection never ran: the order is projected first, then released.
+func stillReserved(res ProjectionResult) bool {
+	return res.Code == int64(lua.ReleaseInvalidStatus) && res.Text == releaseStillReserved
+}
 
 func (s *Store) release(ctx context.Context, in ReleaseInput) (ProjectionResult, error) {
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID, Bucket: in.Bucket}

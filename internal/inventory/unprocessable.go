@@ -36,10 +36,7 @@ func (s *Store) RejectUnprocessable(ctx context.Context, in UnprocessableInput) 
 	if err := in.Message.Validate(); err != nil {
 		return "", fmt.Errorf("reject %s as unprocessable: %w: %w", in.Message.ReservationID, ErrNoDecision, err)
 	}
-	reason := ReasonUnprocessable
-	if in.Detail != "" {
-		reason += ":" + in.Detail[:min(len(in.Detail), 40)]
-	}
+	reason := unprocessableReason(in.Detail)
 	var status state.Reservation
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := Record(ctx, tx, in.Message); err != nil {
@@ -67,4 +64,13 @@ func (s *Store) RejectUnprocessable(ctx context.Context, in UnprocessableInput) 
 		s.log.ErrorContext(ctx, "order.rejected_unprocessable", "reservation_id", in.Message.ReservationID, "reason", reason)
 	}
 	return status, nil
+}
+
+// unprocessableReason is the reason code of an unprocessable reservation:
+// ORDER_UNPROCESSABLE, with ":" and the first 40 bytes of detail if any.
+func unprocessableReason(detail string) string {
+	if detail == "" {
+		return ReasonUnprocessable
+	}
+	return ReasonUnprocessable + ":" + detail[:min(len(detail), 40)]
 }

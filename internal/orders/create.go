@@ -115,8 +115,8 @@ func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (Crea
 		return CreateResult{}, fmt.Errorf("order transaction of message %s: %w", m.MessageID, err)
 	}
 	row, err := s.call(ctx, query, m, hash, extra)
-	var pgErr *pgconn.PgError
-	if reached := errors.As(err, &pgErr) && pgErr.Code == sqlStateFailpoint; !reached {
+	kind := classifyCall(err)
+	if kind != callFailpoint {
 		s.fp.Unfire(fail) // the function took another path: the failpoint waits for the next pass
 	}
 	switch {
@@ -128,10 +128,9 @@ func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (Crea
 		return res, err
 	case err == nil:
 		err = s.fp.Check(failpoint.DuringCommitResponse) // committed, but we act as if its answer was lost
-	case errors.As(err, &pgErr) && pgErr.Code == sqlStateFailpoint:
+	case kind == callFailpoint:
 		return CreateResult{}, s.fp.Fire(fail) // rolled back where the failpoint stood
-	case errors.As(err, &pgErr), pgconn.SafeToRetry(err):
-		// The server refused the statement (rolled back) or never got it.
+	case kind == callRefused:
 		return CreateResult{}, fmt.Errorf("order transaction of message %s: %w", m.MessageID, err)
 	}
 	if err != nil {
@@ -153,6 +152,30 @@ func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (Crea
 		return CreateResult{}, err // committed; the caller never hears: the retry finds the inbox row
 	}
 	return res, nil
+}
+
+// callKind is what the order transaction's error says of its outcome.
+type callKind int
+
+const (
+	callDone      callKind = iota // no error: committed
+	callFailpoint                 // the failpoint raised SK001: rolled back there
+	callRefused                   // the server refused the statement (rolled back) or never got it
+	callUnknown                   // anything else: the commit may have happened (docs/spec.md#a-commit-whose-outcome-is-unknown)
+)
+
+// classifyCall classifies the error of seckill_create_order's call.
+func classifyCall(err error) callKind {
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		return callDone
+	case errors.As(err, &pgErr) && pgErr.Code == sqlStateFailpoint:
+		return callFailpoint
+	case errors.As(err, &pgErr), pgconn.SafeToRetry(err):
+		return callRefused
+	}
+	return callUnknown
 }
 
 // sqlStateFailpoint is what the order transaction fails with where an inner

@@ -51,10 +51,18 @@ func (s *Store) BeginCancel(ctx context.Context, orderID uuid.UUID, requireExpir
 	if err != nil {
 		return "", fmt.Errorf("read order %s: %w", orderID, err)
 	}
+	return cancelAnswer(status, starting), nil
+}
+
+// cancelAnswer is BeginCancel's answer for an order it did not move, in
+// status, with a payment being started at the provider or not (starting):
+// StatusPaymentStarting for a CREATED or PAYING order whose payment is
+// starting (the cancel waits), the order's status otherwise.
+func cancelAnswer(status state.Order, starting bool) string {
 	if starting && (status == state.OrderCreated || status == state.OrderPaying) {
-		return StatusPaymentStarting, nil
+		return StatusPaymentStarting
 	}
-	return string(status), nil
+	return string(status)
 }
 
 // Status reads an order's status.

@@ -42,11 +42,8 @@ func (s *Store) BeginPayment(ctx context.Context, orderID uuid.UUID) (status str
 		if err != nil {
 			return fmt.Errorf("lock order %s: %w", orderID, err)
 		}
-		if status != StatusCreated && status != StatusPaying {
-			return nil
-		}
-		if expired {
-			status = "EXPIRED"
+		if refusal, refused := paymentRefusal(status, expired); refused {
+			status = refusal
 			return nil
 		}
 		if err := orders.ToPaying(ctx, tx, orderID); err != nil {
@@ -74,10 +71,7 @@ func (s *Store) OpenPayment(ctx context.Context, orderID uuid.UUID, provider, tr
 		if err := tx.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1 FOR UPDATE`, orderID).Scan(&status); err != nil {
 			return fmt.Errorf("lock order %s: %w", orderID, err)
 		}
-		intent := "OPEN"
-		if status != StatusPaying {
-			intent = "CLOSED"
-		}
+		intent := startedIntent(status)
 		if _, err := tx.Exec(ctx, `UPDATE payment_intent SET provider = $2, provider_transaction_id = $3, status = $4, updated_at = clock_timestamp()
 			WHERE order_id = $1 AND status IN ('CREATING', 'OPEN')`, orderID, provider, transactionID, intent); err != nil {
 			return fmt.Errorf("payment intent of %s → %s: %w", orderID, intent, err)
@@ -86,6 +80,30 @@ func (s *Store) OpenPayment(ctx context.Context, orderID uuid.UUID, provider, tr
 		return nil
 	})
 	return status, ok, err
+}
+
+// paymentRefusal decides whether an order locked in status, expired or
+// not, can start a payment: only a CREATED or PAYING order not expired can.
+// Otherwise refused is true and status is BeginPayment's answer: the order's
+// status, or "EXPIRED" for a CREATED or PAYING order past expires_at.
+func paymentRefusal(orderStatus string, expired bool) (status string, refused bool) {
+	if orderStatus != StatusCreated && orderStatus != StatusPaying {
+		return orderStatus, true
+	}
+	if expired {
+		return "EXPIRED", true
+	}
+	return orderStatus, false
+}
+
+// startedIntent is the payment_intent status OpenPayment records for an
+// order found in orderStatus: OPEN if it is still PAYING, CLOSED otherwise
+// (the caller closes the transaction at the provider).
+func startedIntent(orderStatus string) string {
+	if orderStatus != StatusPaying {
+		return "CLOSED"
+	}
+	return "OPEN"
 }
 
 // Intent is a provider transaction this system started, still to be settled.

@@ -36,19 +36,34 @@ func (b *Buckets) SKU(ctx context.Context, activityID, skuID int64) (lua.SKU, er
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return lua.SKU{}, fmt.Errorf("read bucket count of %d/%d: %w", activityID, skuID, err)
 	}
-	sku := lua.SKU{ActivityID: activityID, SKUID: skuID, Buckets: 1}
-	if len(v) < 2 || v[0] == nil {
-		return sku, nil
+	n, known, err := bucketCount(v)
+	if err != nil {
+		return lua.SKU{}, fmt.Errorf("meta of %d/%d %w", activityID, skuID, err)
 	}
-	if s, ok := v[1].(string); ok {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > lua.MaxBuckets {
-			return lua.SKU{}, fmt.Errorf("meta of %d/%d holds buckets %q", activityID, skuID, s)
-		}
-		sku.Buckets = n
+	sku := lua.SKU{ActivityID: activityID, SKUID: skuID, Buckets: n}
+	if known {
+		b.known.Store(k, sku.Buckets)
 	}
-	b.known.Store(k, sku.Buckets)
 	return sku, nil
+}
+
+// bucketCount reads a SKU's bucket count from its meta hash's start_ms and
+// buckets fields (HMGET): one, not known (asked again), when the meta is
+// missing (no start_ms); one, known, when it has no buckets field; an error
+// for a count that is not a number between 1 and lua.MaxBuckets.
+func bucketCount(v []any) (n int, known bool, err error) {
+	if len(v) < 2 || v[0] == nil {
+		return 1, false, nil
+	}
+	s, ok := v[1].(string)
+	if !ok {
+		return 1, true, nil
+	}
+	n, err = strconv.Atoi(s)
+	if err != nil || n < 1 || n > lua.MaxBuckets {
+		return 0, false, fmt.Errorf("holds buckets %q", s)
+	}
+	return n, true, nil
 }
 
 // Keys is the Keys of userID's bucket of (activity, sku).

@@ -79,18 +79,7 @@ func (s *StatusReader) Get(ctx context.Context, userID, activityID, skuID int64,
 		return View{}, err
 	}
 	if err == nil && h[0] != nil {
-		if h[0].(string) != strconv.FormatInt(userID, 10) {
-			return View{}, ErrNotFound
-		}
-		st, _ := h[1].(string)
-		v := View{ReservationID: rid, ReservationStatus: st, Status: ClientStatus(state.Reservation(st)), Source: "redis"}
-		if ms, err := strconv.ParseInt(fmt.Sprint(h[2]), 10, 64); err == nil {
-			v.BusinessDeadline = time.UnixMilli(ms).UTC()
-		}
-		if oid, err := uuid.Parse(fmt.Sprint(h[3])); err == nil {
-			v.OrderID = &oid
-		}
-		return v, nil
+		return redisView(h, userID, rid)
 	}
 	if s.pool == nil {
 		return View{}, ErrNotFound
@@ -102,6 +91,24 @@ func (s *StatusReader) Get(ctx context.Context, userID, activityID, skuID int64,
 		return View{}, err
 	}
 	return v, perr
+}
+
+// redisView is the View of reservation rid from its projection's fields
+// (fromRedis: user_id, which is set, status, business_deadline_ms,
+// order_id): ErrNotFound when it belongs to a user other than userID.
+func redisView(h []any, userID int64, rid uuid.UUID) (View, error) {
+	if h[0].(string) != strconv.FormatInt(userID, 10) {
+		return View{}, ErrNotFound
+	}
+	st, _ := h[1].(string)
+	v := View{ReservationID: rid, ReservationStatus: st, Status: ClientStatus(state.Reservation(st)), Source: "redis"}
+	if ms, err := strconv.ParseInt(fmt.Sprint(h[2]), 10, 64); err == nil {
+		v.BusinessDeadline = time.UnixMilli(ms).UTC()
+	}
+	if oid, err := uuid.Parse(fmt.Sprint(h[3])); err == nil {
+		v.OrderID = &oid
+	}
+	return v, nil
 }
 
 // fromRedis reads the reservation's projection: user, status, deadline and order.
@@ -132,15 +139,22 @@ func (s *StatusReader) fromPostgres(ctx context.Context, userID, activityID, sku
 	if err != nil {
 		return View{}, fmt.Errorf("read reservation from postgres: %w", err)
 	}
-	v.Status = ClientStatus(state.Reservation(v.ReservationStatus))
+	v.Status = clientStatusWithOrder(v.ReservationStatus, orderStatus)
 	if reason != nil {
 		v.ReasonCode = *reason
 	}
 	if orderStatus != nil {
 		v.OrderStatus = *orderStatus
-		if state.Reservation(v.ReservationStatus) == state.ReservationOrderCreated && state.Order(*orderStatus) != state.OrderCreated {
-			v.Status = *orderStatus
-		}
 	}
 	return v, nil
+}
+
+// clientStatusWithOrder is the client-facing status of a reservation with
+// its order's status (nil without an order): once its order moved on from
+// CREATED (PAID, CANCELLED, ...), the order's status; ClientStatus otherwise.
+func clientStatusWithOrder(reservationStatus string, orderStatus *string) string {
+	if orderStatus != nil && state.Reservation(reservationStatus) == state.ReservationOrderCreated && state.Order(*orderStatus) != state.OrderCreated {
+		return *orderStatus
+	}
+	return ClientStatus(state.Reservation(reservationStatus))
 }
