@@ -58,6 +58,9 @@ bench: up
 # other, after the rest of the packages (which run in parallel).
 HEAVY_PKGS := ./e2e ./tools/chaos
 test: up lint
+	@# The gateway and the workers `make run` leaves running hold 127.0.0.1:8080, :9464 and :9465,
+	@# which the tests' own gateways and workers (the README block) listen on.
+	scripts/stack.sh app down
 	$(GO) test -tags failpoints -race -count=1 $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/tools/chaos$$')
 	$(GO) test -tags failpoints -race -count=1 -p 1 $(HEAVY_PKGS)
 	$(MAKE) fuzz FUZZ_TIME=5s
