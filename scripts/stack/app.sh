@@ -31,45 +31,51 @@ APP_API_METRICS=${SECKILL_APP_API_METRICS_ADDR:-127.0.0.1:9464}
 APP_WORKER_METRICS=${SECKILL_APP_WORKER_METRICS_ADDR:-127.0.0.1:9465}
 APP_WAIT=${SECKILL_APP_WAIT:-60}
 
-# app_start NAME PORT_ADDR ARGS...: start bin/seckill ARGS as NAME after
-# checking its listening address is free.
-app_start() {
-  local name=$1 addr=$2; shift 2
-  port_open "${addr%:*}" "${addr#*:}" &&
-    fail "$name" "$(logfile "$name")" "$addr is taken by another process (another bin/seckill? make down, or move it: SECKILL_APP_*_ADDR)"
-  log "$name: starting $* (log $(logfile "$name"))"
-  start_bg "$name" "$@"
+# app_free NAME ADDR WHAT: fail unless nothing listens on ADDR.
+app_free() {
+  port_open "${2%:*}" "${2#*:}" &&
+    fail "$1" "$(logfile "$1")" "$2 ($3) is taken by another process (another bin/seckill api or worker?" \
+      "make down, or move it: SECKILL_APP_HTTP_ADDR, SECKILL_APP_API_METRICS_ADDR, SECKILL_APP_WORKER_METRICS_ADDR)"
+  return 0
 }
 
 app_up() {
   [ -x "$APP_BIN" ] || fail api "$(logfile api)" "$APP_BIN is missing: make build"
   # A rebuilt binary must replace the one running.
   app_down
+  app_free api "$APP_HTTP_ADDR" "the gateway's API"
+  app_free api "$APP_API_METRICS" "the gateway's /metrics"
+  app_free worker "$APP_WORKER_METRICS" "the workers' /metrics"
   # The provider calls this gateway back, wherever it listens.
   export SECKILL_CALLBACK_URL=${SECKILL_CALLBACK_URL:-http://$APP_HTTP_ADDR/v1/payments/callback}
-  port_open "${APP_API_METRICS%:*}" "${APP_API_METRICS#*:}" &&
-    fail api "$(logfile api)" "$APP_API_METRICS (the gateway's /metrics) is taken by another process"
+  log "api: starting $APP_BIN api on http://$APP_HTTP_ADDR (log $(logfile api))"
   SECKILL_HTTP_ADDR=$APP_HTTP_ADDR SECKILL_METRICS_ADDR=$APP_API_METRICS SECKILL_RATE_LIMIT_IP=${SECKILL_RATE_LIMIT_IP:-0} \
-    app_start api "$APP_HTTP_ADDR" "$APP_BIN" api
-  SECKILL_METRICS_ADDR=$APP_WORKER_METRICS app_start worker "$APP_WORKER_METRICS" "$APP_BIN" worker
+    start_bg api "$APP_BIN" api
+  log "worker: starting $APP_BIN worker (log $(logfile worker))"
+  SECKILL_METRICS_ADDR=$APP_WORKER_METRICS start_bg worker "$APP_BIN" worker
   local start=$SECONDS
+  local started; started=$(date +%s)
   wait_until api "$APP_WAIT" curl -fsS "http://$APP_HTTP_ADDR/healthz"
   wait_until worker "$APP_WAIT" curl -fsS -o /dev/null "http://$APP_WORKER_METRICS/metrics"
   log "api: healthy on http://$APP_HTTP_ADDR; worker: /metrics on http://$APP_WORKER_METRICS ($((SECONDS - start))s)"
   if running prometheus; then
     log "prometheus: waiting until it scrapes $APP_API_METRICS and $APP_WORKER_METRICS (scrape interval 15s)"
-    wait_until prometheus "$APP_WAIT" prometheus_targets_up "$APP_API_METRICS" "$APP_WORKER_METRICS"
+    wait_until prometheus "$APP_WAIT" prometheus_targets_up "$started" "$APP_API_METRICS" "$APP_WORKER_METRICS"
     log "prometheus: both targets up"
   fi
 }
 
-# prometheus_targets_up ADDR...: true when Prometheus's /api/v1/targets lists
-# every ADDR as an active target whose last scrape succeeded (health up).
+# prometheus_targets_up SINCE ADDR...: true when Prometheus's /api/v1/targets
+# lists every ADDR as an active target whose last scrape, at or after the Unix
+# time SINCE (a scrape of the processes just started), succeeded (health up).
 prometheus_targets_up() {
   curl -fsS "http://$PROMETHEUS_ADDR/api/v1/targets?state=active" | python3 -c '
-import json, sys
-want = set(sys.argv[1:])
-up = {t["labels"].get("instance") for t in json.load(sys.stdin)["data"]["activeTargets"] if t.get("health") == "up"}
+import datetime, json, sys
+since, want = float(sys.argv[1]), set(sys.argv[2:])
+def at(t):
+    return datetime.datetime.fromisoformat(t["lastScrape"][:19]).replace(tzinfo=datetime.timezone.utc).timestamp()
+up = {t["labels"].get("instance") for t in json.load(sys.stdin)["data"]["activeTargets"]
+      if t.get("health") == "up" and at(t) >= since}
 sys.exit(0 if want <= up else 1)' "$@"
 }
 
