@@ -37,10 +37,15 @@ status:
 migrate: build
 	$(BIN) migrate up
 
-## run: bring the stack up, prove every service works, then run a flash sale end to end
+## run: bring the stack up (with Prometheus), prove every service works, start the gateway and the workers
+## (bin/seckill api, bin/seckill worker: background processes, logs in .stack/logs, left running), run a
+## flash sale end to end against them over HTTP, and print what to open; make down stops everything
+run: export SECKILL_PROMETHEUS = 1
 run: up
 	$(DEV_BIN) smoke
-	SECKILL_LOG_LEVEL=$${SECKILL_LOG_LEVEL:-warn} $(DEV_BIN) demo
+	scripts/stack.sh app up
+	SECKILL_LOG_LEVEL=$${SECKILL_LOG_LEVEL:-warn} $(DEV_BIN) demo --gateway http://$${SECKILL_APP_HTTP_ADDR:-127.0.0.1:8080}
+	@echo; echo "The gateway and the workers keep running:"; scripts/stack.sh app env
 
 ## bench: reservation hot path: raw redis-benchmark EVALSHA vs the HTTP gateway
 bench: up
@@ -53,6 +58,9 @@ bench: up
 # other, after the rest of the packages (which run in parallel).
 HEAVY_PKGS := ./e2e ./tools/chaos
 test: up lint
+	@# The gateway and the workers `make run` leaves running hold 127.0.0.1:8080, :9464 and :9465,
+	@# which the tests' own gateways and workers (the README block) listen on.
+	scripts/stack.sh app down
 	$(GO) test -tags failpoints -race -count=1 $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/tools/chaos$$')
 	$(GO) test -tags failpoints -race -count=1 -p 1 $(HEAVY_PKGS)
 	$(MAKE) fuzz FUZZ_TIME=5s

@@ -11,10 +11,13 @@
 #                  the single Redis (see scripts/stack/redis-cluster.sh)
 #   Prometheus     :19090 only with SECKILL_PROMETHEUS=1 (Debian package; loads
 #                  deploy/prometheus/alerts.yml; see scripts/stack/prometheus.sh)
+#   the app        only with `app up` (make run): bin/seckill api :8080 (/metrics
+#                  :9464) and bin/seckill worker (/metrics :9465); scripts/stack/app.sh
 # and the test tools: Chromium (Temporal UI screenshots), Schemathesis in
 # .stack/venv (API contract test), promtool (`make lint`: alert rules).
 # Usage: scripts/stack.sh up|down|status|env
 #        scripts/stack.sh prometheus up|down   (Prometheus alone, stack left as is)
+#        scripts/stack.sh app up|down|env      (the gateway and the workers on the stack)
 #        scripts/stack.sh install-promtool     (what `make lint` runs without promtool)
 #        scripts/stack.sh temporal-server up|down|drop  (the real Temporal server alone)
 #        scripts/stack.sh redis-cluster up|down|status|drop  (the Redis Cluster alone)
@@ -36,6 +39,7 @@ source "$ROOT/scripts/stack/schemathesis.sh"
 source "$ROOT/scripts/stack/prometheus.sh"
 source "$ROOT/scripts/stack/temporal-server.sh"
 source "$ROOT/scripts/stack/redis-cluster.sh"
+source "$ROOT/scripts/stack/app.sh"
 
 PG_BIN=/usr/lib/postgresql/15/bin
 PG_PORT=${SECKILL_PG_PORT:-55432}
@@ -221,7 +225,7 @@ temporal_what() {
 
 status() {
   local n
-  for n in postgres redis temporal paysim; do
+  for n in postgres redis temporal paysim api worker; do
     if running "$n"; then echo "$n running (pid $(cat "$(pidfile "$n")"))"
     elif [ "$n" = temporal ] && running temporal-server; then echo "temporal (dev server) stopped"
     else echo "$n stopped"; fi
@@ -257,6 +261,7 @@ up)
   print_addresses
   ;;
 down)
+  app_down
   prometheus_down
   stop_pid paysim 10
   stop_pid temporal 30
@@ -273,6 +278,14 @@ prometheus)
   up) prometheus_up; print_addresses | tail -n1 ;;
   down) prometheus_down ;;
   *) echo "usage: $0 prometheus up|down" >&2; exit 2 ;;
+  esac
+  ;;
+app)
+  case "${2:-}" in
+  up) app_up ;;
+  down) app_down ;;
+  env) app_env ;;
+  *) echo "usage: $0 app up|down|env" >&2; exit 2 ;;
   esac
   ;;
 install-promtool) prometheus_install; "$PROMTOOL_BIN" --version 2>&1 | head -n1 ;;
@@ -293,5 +306,5 @@ redis-cluster)
   *) echo "usage: $0 redis-cluster up|down|status|drop" >&2; exit 2 ;;
   esac
   ;;
-*) echo "usage: $0 up|down|status|env|install-promtool|prometheus up|down|temporal-server up|down|drop|redis-cluster up|down|status|drop" >&2; exit 2 ;;
+*) echo "usage: $0 up|down|status|env|install-promtool|app up|down|env|prometheus up|down|temporal-server up|down|drop|redis-cluster up|down|status|drop" >&2; exit 2 ;;
 esac

@@ -28,7 +28,12 @@ prints orders, compensations and the stock of both stores, and checks the invari
 --pg-shortfall lowers PostgreSQL's stock below Redis's to show compensation at work.
 With a payment window (--payment-timeout), buyers then pay early, pay right at the
 deadline (racing the cancel), pay after their order was cancelled (refunded), or never.
-The payment provider is the stack's simulator (SECKILL_PAYSIM_URL).`,
+The payment provider is the stack's simulator (SECKILL_PAYSIM_URL).
+With --gateway URL (what make run passes) it starts neither the gateway nor the workers:
+the sale goes over HTTP to the running gateway (bin/seckill api, started with
+SECKILL_RATE_LIMIT_IP=0, since every buyer of the demo comes from one address), the
+running workers (bin/seckill worker) do the rest, and the demo reads PostgreSQL and
+Redis as usual to wait for the outcome and check the invariants.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := cli.LoadBase()
 			if err != nil {
@@ -39,7 +44,11 @@ The payment provider is the stack's simulator (SECKILL_PAYSIM_URL).`,
 				return err
 			}
 			defer closeLog()
-			fmt.Fprintf(cmd.ErrOrStderr(), "logs of every process of the demo: %s (RocketMQ client: %s)\n", logPath, sdkLogPath(logPath))
+			if o.Gateway == "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "logs of every process of the demo: %s (RocketMQ client: %s)\n", logPath, sdkLogPath(logPath))
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "driving the running gateway %s; the demo's own log: %s\n", o.Gateway, logPath)
+			}
 			o.Progress = cmd.ErrOrStderr()
 			rep, err := flashsale.Run(cmd.Context(), b.Cfg, log, o)
 			if err != nil {
@@ -60,6 +69,8 @@ The payment provider is the stack's simulator (SECKILL_PAYSIM_URL).`,
 	cmd.Flags().DurationVar(&o.PaymentTimeout, "payment-timeout", 8*time.Second,
 		"payment window of the sale; buyers then pay early, race the deadline, pay after the cancel, or never (0: no payment phase)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for every saga to finish")
+	cmd.Flags().StringVar(&o.Gateway, "gateway", "",
+		"a running gateway (e.g. http://127.0.0.1:8080) to drive over HTTP, with the running workers; empty: start both in this process")
 	cmd.Flags().StringVar(&logPath, "log", filepath.Join(".stack", "logs", "demo.log"),
 		"file the gateway's and workers' logs go to (the terminal keeps progress and the outcome)")
 	return cmd

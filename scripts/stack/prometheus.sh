@@ -17,9 +17,10 @@
 #                       with its TSDB in $PROMETHEUS_DIR/tsdb, wait for /-/ready.
 #   prometheus_down     stop it (by pid file, like every stack process).
 #
-# What it scrapes. The stack itself starts no seckill process that serves
-# /metrics (paysim has none; `make run`'s demo runs the gateway and workers in
-# its own process without a metrics listener), so the config scrapes:
+# What it scrapes. `scripts/stack.sh up` starts no seckill process that
+# serves /metrics (paysim has none); `make run` starts Prometheus
+# (SECKILL_PROMETHEUS=1) and then the gateway and the workers
+# (scripts/stack/app.sh) on the default addresses below. The config scrapes:
 #   job prometheus   itself;
 #   job seckill      the addresses in $PROMETHEUS_TARGETS_FILE, a file_sd
 #                    file written from SECKILL_PROMETHEUS_TARGETS (space or

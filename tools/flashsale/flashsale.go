@@ -1,6 +1,7 @@
 // Package flashsale plays a whole flash sale through the real system,
 // in-process: the gateway's HTTP API, RocketMQ, the saga starter, Temporal
 // sagas, the outbox relay and PostgreSQL, then checks the invariants.
+// With Options.Gateway it drives a running gateway and workers instead.
 // `seckill-dev demo` (the README's run command) and the end-to-end tests use it.
 package flashsale
 
@@ -49,6 +50,10 @@ type Options struct {
 	Timeout        time.Duration
 	Progress       io.Writer
 	Failpoints     *failpoint.Set
+	// Gateway, when set (http://host:port), is a running gateway: the sale
+	// goes to it over HTTP and the running workers (bin/seckill worker) do
+	// the rest; this process starts neither (see attach).
+	Gateway string
 
 	prog *progress // draws on Progress
 }
@@ -150,7 +155,11 @@ func start(ctx context.Context, cfg config.Config, log *slog.Logger, opts Option
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options) (Report, error) {
 	opts = opts.withDefaults()
 	rep := Report{ActivityID: opts.ActivityID, SKUID: SKUID, HTTP: map[int]int{}}
-	sys, err := start(ctx, cfg, log, opts)
+	starter := start
+	if opts.Gateway != "" {
+		starter = attach
+	}
+	sys, err := starter(ctx, cfg, log, opts)
 	if err != nil {
 		return rep, err
 	}
@@ -288,7 +297,11 @@ func (r *Report) awaitFinal(ctx context.Context, conns *app.Conns, opts Options,
 		opts.prog.update("sagas", done, int64(r.Accepted), fmt.Sprintf("final (orders %d, compensated %d, manual %d), redis open_reserved %d",
 			r.Orders, r.Compensated, r.Manual, snap.RedisOpen))
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not quiescent after %s: %d of %d reservations final, redis open_reserved %d", opts.Timeout, done, r.Accepted, snap.RedisOpen)
+			hint := ""
+			if opts.Gateway != "" {
+				hint = " (the workers run apart from this process: is bin/seckill worker running? see its log)"
+			}
+			return fmt.Errorf("not quiescent after %s: %d of %d reservations final, redis open_reserved %d%s", opts.Timeout, done, r.Accepted, snap.RedisOpen, hint)
 		}
 		select {
 		case <-ctx.Done():

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/invariants"
 	"github.com/seckill/seckill/paysim"
 )
 
@@ -141,12 +142,23 @@ func settle(ctx context.Context, conns *app.Conns, opts Options, deadline time.T
 			FROM orders o WHERE o.activity_id = $1`, opts.ActivityID).Scan(&open, &refunding, &unrefunded); err != nil {
 			return err
 		}
-		if open == 0 && refunding == 0 && unrefunded == 0 {
+		// A cancelled order's unit goes back to Redis after PostgreSQL's
+		// cancel (an event the workers consume): wait for Redis to agree too.
+		snap, err := invariants.Take(ctx, conns.Pool, conns.Redis, opts.ActivityID, SKUID)
+		if err != nil {
+			return err
+		}
+		var behind int64
+		if snap.RedisPresent { // as I7's quiescent check (internal/invariants)
+			behind = snap.RedisCommitted - (snap.PGOccupied + snap.PGSold)
+		}
+		if open == 0 && refunding == 0 && unrefunded == 0 && behind == 0 {
 			return nil
 		}
-		opts.prog.status("settling", fmt.Sprintf("orders: %d open, %d refunds in progress, %d payments to refund", open, refunding, unrefunded))
+		opts.prog.status("settling", fmt.Sprintf("orders: %d open, %d refunds in progress, %d payments to refund; Redis releases pending %d",
+			open, refunding, unrefunded, behind))
 		if time.Now().After(deadline) {
-			return fmt.Errorf("payments not settled: %d orders open, %d refunding, %d to refund", open, refunding, unrefunded)
+			return fmt.Errorf("payments not settled: %d orders open, %d refunding, %d to refund, %d Redis releases pending", open, refunding, unrefunded, behind)
 		}
 		select {
 		case <-ctx.Done():
