@@ -294,7 +294,11 @@ func awaitCrash(ctx context.Context, o MatrixOptions, row *PointResult, t *track
 	select {
 	case <-exited:
 	case <-time.After(o.Reach):
-		row.Errors = append(row.Errors, fmt.Sprintf("run %d: %s never reached %s within %s (sale %v)", i+1, host.Name, row.Failpoint, o.Reach, s))
+		sale := int64(0) // the sale settles concurrently: name it, never print its fields
+		if s != nil {
+			sale = s.ActivityID
+		}
+		row.Errors = append(row.Errors, fmt.Sprintf("run %d: %s never reached %s within %s (sale %d)", i+1, host.Name, row.Failpoint, o.Reach, sale))
 	case <-ctx.Done():
 		return settled, ctx.Err()
 	}
