@@ -208,6 +208,22 @@ func (s *Set) Next(names ...string) Decision {
 	return Decision{}
 }
 
+// Armed says whether one of names is armed now (it would fire on a pass),
+// without consuming anything.
+func (s *Set) Armed(names ...string) bool {
+	if !Enabled || s == nil || !s.armed.Load() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range names {
+		if _, ok := s.modes[n]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Fire acts out a Decision of Next: the crash, or ErrInjected.
 func (s *Set) Fire(d Decision) error { return s.act(d.Name, d.crash) }
 

@@ -108,7 +108,11 @@ func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (Crea
 		return CreateResult{Outcome: OutcomeManual, Reason: "INVALID_MESSAGE: " + err.Error()}, nil
 	}
 	hash := inbox.PayloadHash(m)
-	fail := s.fp.Next(failpoint.AfterInboxInsert, failpoint.AfterOrderInsert, failpoint.AfterPGStockDecrement)
+	inner := []string{failpoint.AfterInboxInsert, failpoint.AfterOrderInsert, failpoint.AfterPGStockDecrement}
+	if err := s.prepareFailpoints(ctx, inner); err != nil {
+		return CreateResult{}, fmt.Errorf("order transaction of message %s: %w", m.MessageID, err)
+	}
+	fail := s.fp.Next(inner...)
 	query, extra, err := s.createStatement(ctx, fail.Name)
 	if err != nil {
 		s.fp.Unfire(fail)

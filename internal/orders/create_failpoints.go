@@ -40,6 +40,17 @@ func (s *Store) createStatement(ctx context.Context, failAt string) (string, []a
 	return createFailpointSQL, []any{failAt}, nil
 }
 
+// prepareFailpoints installs the inner failpoints, when one is armed, before
+// any Create decides which call takes it: the call that does would
+// otherwise be the one slowed by the install, and lose the race for the
+// last unit to a call that does not (and never reach after_pg_stock_decrement).
+func (s *Store) prepareFailpoints(ctx context.Context, inner []string) error {
+	if !s.fp.Armed(inner...) {
+		return nil
+	}
+	return installFailpoints(ctx, s.pool)
+}
+
 var installed sync.Map // *pgxpool.Pool → struct{}: its database has the failpoints
 
 // installFailpoints applies failpoints.sql to pool's database unless it is

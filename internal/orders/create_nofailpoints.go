@@ -16,3 +16,6 @@ func (s *Store) createStatement(_ context.Context, failAt string) (string, []any
 	}
 	return createSQL, nil, nil
 }
+
+// prepareFailpoints has nothing to prepare in a build without failpoints.
+func (s *Store) prepareFailpoints(context.Context, []string) error { return nil }
