@@ -11,7 +11,7 @@ BIN := bin/seckill
 DEV_BIN := bin/seckill-dev
 export SECKILL_INTEGRATION ?= 1
 # The local stack runs with the public development secrets; a production
-# deployment refuses them (internal/config: SECKILL_ENV).
+# deployment refuses them (internal/platform/config: SECKILL_ENV).
 export SECKILL_ENV ?= development
 # The API contract test's tool (scripts/stack.sh up installs it).
 export SECKILL_SCHEMATHESIS ?= $(CURDIR)/.stack/venv/bin/st
@@ -102,7 +102,7 @@ contract: up
 # "context deadline exceeded" as a failure when a duration ends while a
 # worker is mid-call (go.dev/issue/75804, fixed in Go 1.27).
 FUZZ_TIME ?= 150000x
-FUZZ_TARGETS := ./api:FuzzParseID ./api:FuzzReserveRequest ./internal/auth:FuzzUser ./paysim:FuzzVerify ./internal/events:FuzzDecodeOrderCreateRequested
+FUZZ_TARGETS := ./api:FuzzParseID ./api:FuzzReserveRequest ./internal/platform/auth:FuzzUser ./paysim:FuzzVerify ./internal/events:FuzzDecodeOrderCreateRequested
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "fuzz $$pkg $$fn for $(FUZZ_TIME)"; $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZ_TIME) $$pkg; done

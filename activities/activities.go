@@ -14,11 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/inventory"
-	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/internal/platform/failpoint"
+	"github.com/seckill/seckill/internal/platform/metrics"
 )
 
 // OrderConsumerGroup is the consumer_inbox group of CreateOrder: the order

@@ -17,8 +17,8 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
-	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"

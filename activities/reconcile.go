@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/seckill/seckill/internal/platform/skuloop"
 	"github.com/seckill/seckill/internal/reconcile"
-	"github.com/seckill/seckill/internal/skuloop"
 )
 
 type (

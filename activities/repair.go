@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/repairs"
 )
 

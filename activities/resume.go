@@ -7,7 +7,7 @@ import (
 
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/inventory"
-	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/platform/pg"
 )
 
 // ReservationState is where a reservation stands in PostgreSQL: what a saga

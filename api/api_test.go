@@ -17,7 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/seckill/seckill/api"
-	"github.com/seckill/seckill/internal/auth"
+	"github.com/seckill/seckill/internal/platform/auth"
 	"github.com/seckill/seckill/internal/reservation"
 )
 

@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/seckill/seckill/internal/jsonx"
+	"github.com/seckill/seckill/internal/platform/jsonx"
 )
 
 // decodeOptional decodes a JSON object body if there is one.

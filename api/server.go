@@ -22,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/auth"
+	"github.com/seckill/seckill/internal/platform/auth"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/sale"
 )

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/platform/config"
 )
 
 // TestMetricsAddrDefaultsNeverCollide: the gateway, a worker of every part

@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/platform/config"
 )
 
 type composeFile struct {

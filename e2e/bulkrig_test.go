@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/workflows"
 )

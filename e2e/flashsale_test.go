@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/internal/config"
-	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/platform/config"
+	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/tools/flashsale"
 )

@@ -14,9 +14,9 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
-	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/paysim"
 	"github.com/seckill/seckill/workflows"
 )

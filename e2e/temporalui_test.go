@@ -25,11 +25,11 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/platform/config"
+	"github.com/seckill/seckill/internal/platform/temporalx"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/sale"
-	"github.com/seckill/seckill/internal/temporalx"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/workflows"

@@ -14,11 +14,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
-	"github.com/seckill/seckill/internal/config"
-	"github.com/seckill/seckill/internal/failpoint"
-	"github.com/seckill/seckill/internal/metrics"
-	"github.com/seckill/seckill/internal/mq"
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/internal/platform/config"
+	"github.com/seckill/seckill/internal/platform/failpoint"
+	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/internal/platform/mq"
 )
 
 // Deps is what every part is built from: the process's configuration,

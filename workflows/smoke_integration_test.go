@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/seckill/seckill/activities"
-	"github.com/seckill/seckill/internal/temporalx"
+	"github.com/seckill/seckill/internal/platform/temporalx"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/workflows"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill/cmd/internal/cli"
-	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/tools/bench"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill/cmd/internal/cli"
-	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/tools/chaos"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill/cmd/internal/cli"
-	"github.com/seckill/seckill/internal/logx"
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/logx"
+	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/tools/flashsale"
 )
 

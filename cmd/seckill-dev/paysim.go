@@ -23,7 +23,7 @@ func newPaysimCmd() *cobra.Command {
 		Use:   "paysim",
 		Short: "Run the payment provider simulator (SECKILL_PAYSIM_ADDR): payments, close, refund, signed callbacks",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := cli.LoadBase() // SECKILL_PAYSIM_SECRET, _MERCHANT_KEY, _ADDR: internal/config
+			b, err := cli.LoadBase() // SECKILL_PAYSIM_SECRET, _MERCHANT_KEY, _ADDR: internal/platform/config
 			if err != nil {
 				return err
 			}

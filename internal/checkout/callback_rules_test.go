@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/internal/platform/metrics"
 )
 
 // getProvider is a payments.Provider whose Get is scripted; a callback

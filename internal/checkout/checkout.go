@@ -21,11 +21,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckill/seckill/internal/events"
-	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/inventory"
-	"github.com/seckill/seckill/internal/jsonx"
-	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/internal/platform/failpoint"
+	"github.com/seckill/seckill/internal/platform/jsonx"
+	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/state"
 )
 

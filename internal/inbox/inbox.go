@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/seckill/seckill/internal/events"
-	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/platform/pg"
 )
 
 // ErrPayloadConflict means the same message_id arrived with different

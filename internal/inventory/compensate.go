@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/seckill/seckill/internal/failpoint"
-	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/platform/failpoint"
+	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/ids"
-	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/lua"
 )
 

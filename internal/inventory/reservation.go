@@ -3,7 +3,7 @@
 // (available/occupied/sold), inventory_ledger (one row per stock move) and
 // compensation_task (giving a rejected reservation's Redis unit back). Every
 // status change here is a conditional update of state.Reservation or
-// state.Compensation whose row count is checked (internal/pg), and the Redis
+// state.Compensation whose row count is checked (internal/platform/pg), and the Redis
 // projections of those changes (lua/) run from here too.
 //
 // The tx-level functions take the caller's transaction: the order
@@ -21,7 +21,7 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/outbox"
-	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/platform/pg"
 )
 
 // Rejection reasons recorded in inventory_reservation.reason_code.

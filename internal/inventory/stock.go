@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/platform/pg"
 )
 
 // SKU names one sku_inventory row.

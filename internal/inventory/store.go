@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/failpoint"
-	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/platform/failpoint"
+	"github.com/seckill/seckill/internal/platform/metrics"
 )
 
 // Store runs the inventory transitions that stand alone (not inside another

@@ -14,7 +14,7 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/inbox"
 	"github.com/seckill/seckill/internal/inventory"
-	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/platform/metrics"
 )
 
 // testStore is a Store with only its logger and metrics: enough for the

@@ -8,11 +8,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/outbox"
-	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/platform/failpoint"
+	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/state"
 )
 

@@ -16,12 +16,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/outbox"
-	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/platform/failpoint"
+	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/state"
 )
 

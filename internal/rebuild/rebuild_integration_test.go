@@ -13,11 +13,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/activities"
-	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/invariants"
+	"github.com/seckill/seckill/internal/platform/config"
+	"github.com/seckill/seckill/internal/platform/redisx"
 	"github.com/seckill/seckill/internal/rebuild"
-	"github.com/seckill/seckill/internal/redisx"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"

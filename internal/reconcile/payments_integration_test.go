@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckill/seckill/activities"
-	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/paysim"

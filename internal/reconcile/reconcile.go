@@ -27,10 +27,10 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/invariants"
 	"github.com/seckill/seckill/internal/inventory"
-	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/internal/platform/skuloop"
 	"github.com/seckill/seckill/internal/repairs"
-	"github.com/seckill/seckill/internal/skuloop"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
 )

@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill/activities"
-	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/paysim"

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/seckill/seckill/internal/skuloop"
+	"github.com/seckill/seckill/internal/platform/skuloop"
 	"github.com/seckill/seckill/lua"
 )
 

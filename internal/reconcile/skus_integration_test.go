@@ -14,11 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seckill/seckill/activities"
-	"github.com/seckill/seckill/internal/metrics"
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/internal/platform/skuloop"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/sale"
-	"github.com/seckill/seckill/internal/skuloop"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 )

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"

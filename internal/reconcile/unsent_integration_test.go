@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seckill/seckill/activities"
-	"github.com/seckill/seckill/internal/failpoint"
-	"github.com/seckill/seckill/internal/metrics"
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/failpoint"
+	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/lua"

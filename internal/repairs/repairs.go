@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/state"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"

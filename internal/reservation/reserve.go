@@ -15,10 +15,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
-	"github.com/seckill/seckill/internal/metrics"
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/failpoint"
+	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/lua"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/seckill/seckill/internal/ids"
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/internal/reservation"
 )
 

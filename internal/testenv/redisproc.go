@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/redisx"
+	"github.com/seckill/seckill/internal/platform/redisx"
 )
 
 // PrivateRedis is a redis-server of one test's own (the binary the stack

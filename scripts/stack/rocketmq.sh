@@ -24,7 +24,7 @@ ROCKETMQ_NAMESRV_ADDR=127.0.0.1:9876
 ROCKETMQ_BROKER_ADDR=127.0.0.1:10911
 ROCKETMQ_CLUSTER=DefaultCluster
 # The %DLQ%<group> topics are the dead-letter queues of the saga starter's
-# consumer groups (internal/config StarterGroup, the tests' and e2e's groups,
+# consumer groups (internal/platform/config StarterGroup, the tests' and e2e's groups,
 # workers/deadletter's test group). The broker would create one itself on the
 # first dead letter, but only with one queue and without a route until then, so
 # the dead-letter consumer (workers/deadletter) could not start; created here

@@ -3,6 +3,9 @@
 //
 //   - the domain (internal/..., state/, lua/) imports none of the layers
 //     that use it: activities, api, app, cmd, tools, workers, workflows;
+//   - the platform (internal/platform/...) imports no domain package but
+//     the Lua scripts it loads: it knows Redis, PostgreSQL, RocketMQ and
+//     Temporal, not orders or stock;
 //   - workflows import only activities, state and internal/events of this
 //     module (workflow code stays free of database and Redis clients);
 //   - no production file is longer than 450 lines and no function longer
@@ -38,6 +41,12 @@ var upper = []string{"activities", "api", "app", "cmd", "tools", "workers", "wor
 
 // domain are the folders of the domain.
 var domain = []string{"internal", "state", "lua"}
+
+// platform is the folder of the platform packages.
+const platform = "internal/platform/"
+
+// platformImports are the domain packages the platform may import.
+var platformImports = []string{"lua"}
 
 // workflowImports are the module packages workflows may import.
 var workflowImports = []string{"activities", "state", "internal/events"}
@@ -121,6 +130,10 @@ func check(path, rel string) ([]string, error) {
 		case slices.Contains(domain, top) && slices.Contains(upper, targetTop):
 			out = append(out, fmt.Sprintf("%s: imports %s: the domain (%s) must not import the layers above it (%s)",
 				rel, target, strings.Join(domain, ", "), strings.Join(upper, ", ")))
+		case strings.HasPrefix(rel, platform) && !strings.HasPrefix(target, platform) &&
+			slices.Contains(domain, targetTop) && !slices.Contains(platformImports, target):
+			out = append(out, fmt.Sprintf("%s: imports %s: the platform (%s) must not import the domain",
+				rel, target, platform))
 		case top == "workflows" && !slices.Contains(workflowImports, target):
 			out = append(out, fmt.Sprintf("%s: imports %s: workflows may import only %s of this module",
 				rel, target, strings.Join(workflowImports, ", ")))

@@ -29,6 +29,7 @@ func TestCheckFindsEachKindOfViolation(t *testing.T) {
 		{"state/x.go", "package x\n\nimport _ \"github.com/seckill/seckill/activities\"\n", "must not import the layers above"},
 		{"workflows/x.go", "package x\n\nimport _ \"github.com/seckill/seckill/internal/payments\"\n", "workflows may import only"},
 		{"internal/y/y.go", long, "func Long is"},
+		{"internal/platform/pg/x.go", "package pg\n\nimport _ \"github.com/seckill/seckill/internal/orders\"\n", "platform (internal/platform/) must not import the domain"},
 		{"api/z.go", "package z\n" + strings.Repeat("\n", maxFileLine), "lines (at most 450"},
 	}
 	for _, c := range cases {
@@ -43,7 +44,9 @@ func TestCheckFindsEachKindOfViolation(t *testing.T) {
 	ok := []struct{ rel, src string }{
 		{"api/ok.go", "package ok\n\nimport _ \"github.com/seckill/seckill/workflows\"\n"},
 		{"workflows/ok.go", "package ok\n\nimport _ \"github.com/seckill/seckill/activities\"\n"},
-		{"internal/ok/ok.go", "package ok\n\nimport _ \"github.com/seckill/seckill/internal/pg\"\n"},
+		{"internal/ok/ok.go", "package ok\n\nimport _ \"github.com/seckill/seckill/internal/platform/pg\"\n"},
+		{"internal/platform/redisx/ok.go", "package redisx\n\nimport _ \"github.com/seckill/seckill/lua\"\n"},
+		{"internal/platform/mq/ok.go", "package mq\n\nimport _ \"github.com/seckill/seckill/internal/platform/logx\"\n"},
 	}
 	for _, c := range ok {
 		got, err := check(write(t, dir, c.rel, c.src), c.rel)
@@ -56,12 +59,12 @@ func TestCheckFindsEachKindOfViolation(t *testing.T) {
 func TestDevDepsNamesDevelopmentPackages(t *testing.T) {
 	lines := []string{
 		"fmt",
-		module + "internal/pg fmt",
-		module + "tools/bench " + module + "internal/pg",
-		module + "internal/testenv " + module + "internal/pg",
+		module + "internal/platform/pg fmt",
+		module + "tools/bench " + module + "internal/platform/pg",
+		module + "internal/testenv " + module + "internal/platform/pg",
 		module + "cmd/seckill-dev " + module + "tools/bench",
 		module + "toolsx",
-		module + "cmd/seckill " + module + "tools/bench " + module + "internal/testenv " + module + "internal/pg",
+		module + "cmd/seckill " + module + "tools/bench " + module + "internal/testenv " + module + "internal/platform/pg",
 	}
 	got := devDeps(lines, "failpoints")
 	if len(got) != 3 {

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/platform/config"
 )
 
 // AllOptions are the settings of `seckill-dev bench all`.

@@ -29,10 +29,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/config"
-	"github.com/seckill/seckill/internal/logx"
-	"github.com/seckill/seckill/internal/metrics"
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/config"
+	"github.com/seckill/seckill/internal/platform/logx"
+	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/sale"
 )

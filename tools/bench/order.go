@@ -17,8 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/config"
-	"github.com/seckill/seckill/internal/logx"
+	"github.com/seckill/seckill/internal/platform/config"
+	"github.com/seckill/seckill/internal/platform/logx"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"

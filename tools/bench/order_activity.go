@@ -15,7 +15,7 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/outbox"
-	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/internal/reservation"
 )
 

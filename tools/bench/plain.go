@@ -25,7 +25,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/seckill/seckill/internal/temporalx"
+	"github.com/seckill/seckill/internal/platform/temporalx"
 )
 
 // Names the plain workflow and its activities are registered under (on the

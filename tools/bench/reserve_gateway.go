@@ -14,8 +14,8 @@ import (
 
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/config"
-	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/platform/config"
+	"github.com/seckill/seckill/internal/platform/failpoint"
 )
 
 // startGateways starts the gateway, in process, built like `seckill api` (no

@@ -17,9 +17,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/ids"
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/failpoint"
+	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/workers/sagastarter"

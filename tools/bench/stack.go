@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/config"
-	"github.com/seckill/seckill/internal/mq"
-	"github.com/seckill/seckill/internal/redisx"
+	"github.com/seckill/seckill/internal/platform/config"
+	"github.com/seckill/seckill/internal/platform/mq"
+	"github.com/seckill/seckill/internal/platform/redisx"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"
 )

@@ -24,11 +24,11 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/auth"
-	"github.com/seckill/seckill/internal/config"
-	"github.com/seckill/seckill/internal/pg"
-	"github.com/seckill/seckill/internal/redisx"
-	"github.com/seckill/seckill/internal/temporalx"
+	"github.com/seckill/seckill/internal/platform/auth"
+	"github.com/seckill/seckill/internal/platform/config"
+	"github.com/seckill/seckill/internal/platform/pg"
+	"github.com/seckill/seckill/internal/platform/redisx"
+	"github.com/seckill/seckill/internal/platform/temporalx"
 	"github.com/seckill/seckill/migrations"
 	"github.com/seckill/seckill/paysim"
 )

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/platform/failpoint"
 )
 
 // Hosts says which process checks each matrix failpoint on its real path.

@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/platform/failpoint"
 )
 
 // Proc is one seckill process the harness runs, kills and restarts.

@@ -22,9 +22,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/config"
-	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/invariants"
+	"github.com/seckill/seckill/internal/platform/config"
+	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/sale"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/platform/config"
 )
 
 // attach is start for Options.Gateway: it starts neither a gateway nor a

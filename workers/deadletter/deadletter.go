@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/mq"
 )
 
 // Defaults of Options.

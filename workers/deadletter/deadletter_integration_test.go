@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckill/seckill/internal/ids"
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/workers/deadletter"

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seckill/seckill/internal/events"
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/internal/reservation"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seckill/seckill/internal/ids"
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/workers/deadletter"

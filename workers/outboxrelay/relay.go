@@ -3,7 +3,7 @@
 // LOCKED), send outside any transaction with the fixed event_id, then mark
 // SENT, or RETRY with exponential backoff, or MANUAL after bounded attempts.
 // The sends fit the lease: one is begun only when its whole timeout ends
-// before the lease does (less internal/lease's slack for recording it); the
+// before the lease does (less internal/platform/lease's slack for recording it); the
 // rows a slow broker left unstarted are handed back, their attempt not
 // counted, for the next claim (this relay's or another's). So a row's
 // attempt_count counts sends begun, and only a crashed relay's lease
@@ -24,9 +24,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/seckill/seckill/internal/backoff"
-	"github.com/seckill/seckill/internal/lease"
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/backoff"
+	"github.com/seckill/seckill/internal/platform/lease"
+	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/internal/reservation"
 )
 

@@ -17,9 +17,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/failpoint"
-	"github.com/seckill/seckill/internal/metrics"
-	"github.com/seckill/seckill/internal/skuloop"
+	"github.com/seckill/seckill/internal/platform/failpoint"
+	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/internal/platform/skuloop"
 	"github.com/seckill/seckill/lua"
 )
 

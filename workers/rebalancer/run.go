@@ -3,7 +3,7 @@ package rebalancer
 import (
 	"context"
 
-	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/workers"
 )
 

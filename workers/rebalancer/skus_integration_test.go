@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/seckill/seckill/internal/skuloop"
+	"github.com/seckill/seckill/internal/platform/skuloop"
 	"github.com/seckill/seckill/lua"
 )
 

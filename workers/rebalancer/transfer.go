@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/failpoint"
+	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/lua"
 )
 

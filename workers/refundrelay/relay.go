@@ -6,7 +6,7 @@
 // the task again until FinishRefund marks it DONE, so a refund whose start
 // failed (Temporal down, a crash) or whose workflow was lost is started again.
 // The starts fit the lease: each is bounded by StartTimeout and begun only
-// when it ends before the lease does (less internal/lease's slack); the
+// when it ends before the lease does (less internal/platform/lease's slack); the
 // tasks a slow Temporal left unstarted are handed back, their attempt not
 // counted. So no task is started by two relays at once, and attempt_count
 // counts starts begun (and a crashed relay's claim).
@@ -25,8 +25,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/seckill/seckill/internal/backoff"
-	"github.com/seckill/seckill/internal/lease"
+	"github.com/seckill/seckill/internal/platform/backoff"
+	"github.com/seckill/seckill/internal/platform/lease"
 	"github.com/seckill/seckill/workflows"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/workers"
 )
 

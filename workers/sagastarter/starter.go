@@ -21,9 +21,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/internal/events"
-	"github.com/seckill/seckill/internal/failpoint"
 	"github.com/seckill/seckill/internal/inbox"
-	"github.com/seckill/seckill/internal/mq"
+	"github.com/seckill/seckill/internal/platform/failpoint"
+	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/workflows"
 )
 

@@ -18,8 +18,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/internal/events"
-	"github.com/seckill/seckill/internal/mq"
-	"github.com/seckill/seckill/internal/temporalx"
+	"github.com/seckill/seckill/internal/platform/mq"
+	"github.com/seckill/seckill/internal/platform/temporalx"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workflows"

@@ -4,7 +4,7 @@
 // scanners can run at once and a crashed one loses nothing. A claim is
 // sized to its lease: at most Concurrency items, all sent at once, each
 // send begun only when its whole timeout ends before the lease does (less
-// internal/lease's slack for recording it), so no item is still being sent
+// internal/platform/lease's slack for recording it), so no item is still being sent
 // when its lease runs out and another scanner may claim it. It never gives
 // up: an unsent reservation is retried at a capped backoff for as long as it
 // is RESERVED in Redis, and a published one still unsettled past its business
@@ -22,11 +22,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/backoff"
-	"github.com/seckill/seckill/internal/lease"
-	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/platform/backoff"
+	"github.com/seckill/seckill/internal/platform/lease"
+	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/internal/platform/skuloop"
 	"github.com/seckill/seckill/internal/reservation"
-	"github.com/seckill/seckill/internal/skuloop"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
 )

@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/metrics"
-	"github.com/seckill/seckill/internal/mq"
-	"github.com/seckill/seckill/internal/skuloop"
+	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/internal/platform/mq"
+	"github.com/seckill/seckill/internal/platform/skuloop"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 )

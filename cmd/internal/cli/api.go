@@ -6,8 +6,8 @@ import (
 
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/failpoint"
-	"github.com/seckill/seckill/internal/metrics"
+	"github.com/seckill/seckill/internal/platform/failpoint"
+	"github.com/seckill/seckill/internal/platform/metrics"
 )
 
 func newAPICmd() *cobra.Command {

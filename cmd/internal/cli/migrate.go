@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/seckill/seckill/internal/config"
+	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/migrations"
 )
 

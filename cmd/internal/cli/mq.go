@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/seckill/seckill/internal/mq"
-	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/platform/mq"
+	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/workers/deadletter"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/seckill/seckill/internal/pg"
+	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/workers/reconciler"
 	"github.com/seckill/seckill/workflows"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/seckill/seckill/internal/pg"
-	"github.com/seckill/seckill/internal/redisx"
+	"github.com/seckill/seckill/internal/platform/pg"
+	"github.com/seckill/seckill/internal/platform/redisx"
 	"github.com/seckill/seckill/internal/sale"
 )
 

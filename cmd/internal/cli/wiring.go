@@ -6,10 +6,10 @@ import (
 	"os"
 
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/auth"
-	"github.com/seckill/seckill/internal/config"
 	"github.com/seckill/seckill/internal/ids"
-	"github.com/seckill/seckill/internal/logx"
+	"github.com/seckill/seckill/internal/platform/auth"
+	"github.com/seckill/seckill/internal/platform/config"
+	"github.com/seckill/seckill/internal/platform/logx"
 )
 
 // Base is what every long-running subcommand starts from.
@@ -19,7 +19,7 @@ type Base struct {
 	Tel *app.Telemetry
 }
 
-// LoadBase loads the configuration (internal/config) and makes the logger
+// LoadBase loads the configuration (internal/platform/config) and makes the logger
 // and the telemetry registry of one command.
 func LoadBase() (Base, error) {
 	cfg, err := config.Load()

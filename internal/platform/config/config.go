@@ -186,7 +186,7 @@ type Config struct {
 	// ActivityAttemptsAlert is the attempt at which a Temporal activity
 	// execution counts as retrying too long: it is counted in
 	// seckill_activity_attempts_exceeded_total and logged once
-	// (internal/temporalx.ActivityInterceptor; alert SeckillActivityRetryingTooLong).
+	// (internal/platform/temporalx.ActivityInterceptor; alert SeckillActivityRetryingTooLong).
 	ActivityAttemptsAlert int `env:"SECKILL_ACTIVITY_ATTEMPTS_ALERT" envDefault:"10"`
 
 	LogLevel string `env:"SECKILL_LOG_LEVEL" envDefault:"info"`

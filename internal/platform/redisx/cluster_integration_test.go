@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/redisx"
+	"github.com/seckill/seckill/internal/platform/redisx"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 )

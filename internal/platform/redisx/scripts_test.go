@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/redisx"
+	"github.com/seckill/seckill/internal/platform/redisx"
 	"github.com/seckill/seckill/internal/testenv"
 )
 

@@ -3,7 +3,7 @@ package jsonx_test
 import (
 	"testing"
 
-	"github.com/seckill/seckill/internal/jsonx"
+	"github.com/seckill/seckill/internal/platform/jsonx"
 )
 
 func TestWholeNumberLiterals(t *testing.T) {

@@ -23,8 +23,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/internal/metrics"
-	"github.com/seckill/seckill/internal/redisx"
+	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/internal/platform/redisx"
 )
 
 // Failure is one SKU (or one bucket of it) a pass could not handle.

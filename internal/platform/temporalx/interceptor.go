@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/seckill/seckill/internal/logx"
+	"github.com/seckill/seckill/internal/platform/logx"
 )
 
 // The saga's activities run under retry policies without a maximum number of

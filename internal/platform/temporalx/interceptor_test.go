@@ -25,7 +25,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/seckill/seckill/internal/logx"
+	"github.com/seckill/seckill/internal/platform/logx"
 )
 
 // connectError is what pgx really returns when PostgreSQL cannot be

@@ -16,7 +16,7 @@ const MaxSKUFailureSeries = 100
 
 // SKUFailures counts, per SKU, the passes of one worker loop (senddue,
 // rebalance, reconcile) that failed on that SKU and went on with the next
-// (internal/skuloop). The one exception to "IDs never go to labels": a
+// (internal/platform/skuloop). The one exception to "IDs never go to labels": a
 // series exists only for a SKU that failed, at most MaxSKUFailureSeries per
 // loop and process, so an operator sees which SKU (and so which Redis
 // shard) is failing.
