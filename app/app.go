@@ -283,8 +283,12 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, names []st
 	if NeedsTemporal(names) && conns.Temporal == nil {
 		return errors.New("app: the starter, saga and refunds parts need a Temporal client")
 	}
+	deriver, err := Deriver(cfg)
+	if err != nil {
+		return fmt.Errorf("app: SECKILL_ID_SECRETS: %w", err)
+	}
 	d := workers.Deps{Config: cfg, Pool: conns.Pool, Verify: conns.Verify, Redis: conns.Redis, Producer: conns.Producer,
-		Temporal: conns.Temporal, Provider: conns.Provider, Registry: tel.Registry, Reservation: tel.Reservation,
+		Temporal: conns.Temporal, Provider: conns.Provider, IDs: deriver, Registry: tel.Registry, Reservation: tel.Reservation,
 		Saga: tel.Saga, Reconcile: tel.Reconcile, Failpoints: fp, Log: log}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, name := range names {

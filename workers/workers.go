@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
+	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/internal/platform/failpoint"
@@ -33,6 +34,9 @@ type Deps struct {
 	// Temporal is nil unless dialled (the starter, saga and refunds parts need it).
 	Temporal client.Client
 	Provider payments.Provider
+	// IDs re-derives the business IDs of arriving messages (the starter
+	// quarantines a message whose IDs it did not mint).
+	IDs *ids.Deriver
 
 	Registry    prometheus.Registerer
 	Reservation *metrics.Reservation

@@ -110,3 +110,10 @@ func DecodeOrderCreateRequested(body []byte) (OrderCreateRequested, error) {
 	}
 	return m, m.Validate()
 }
+
+// VerifyIDs refuses a message whose reservation_id or message_id is not the
+// one its fields derive under its key_version (ids.ErrForged): a message put
+// on the topic by anyone but the gateway, or altered on the way.
+func (m OrderCreateRequested) VerifyIDs(d *ids.Deriver) error {
+	return d.Verify(m.KeyVersion, m.ActivityID, m.SKUID, m.UserID, m.RequestID, m.ReservationID, m.MessageID)
+}

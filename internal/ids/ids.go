@@ -12,6 +12,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -112,4 +113,30 @@ func writeField(m interface{ Write([]byte) (int, error) }, f []byte) {
 	binary.BigEndian.PutUint32(n[:], uint32(len(f))) // #nosec G115 -- fields are ids and short names, far below 4 GiB
 	_, _ = m.Write(n[:])
 	_, _ = m.Write(f)
+}
+
+// ErrForged is wrapped by Verify's refusal: the IDs a message carries are not
+// the ones its fields derive under any key this process holds.
+var ErrForged = errors.New("ids do not derive from the message's fields")
+
+// Verify re-derives the reservation and message IDs of (activity, sku, user,
+// request) under key version ver and refuses IDs that differ: only a holder
+// of the ID secrets (the gateway) can mint a reservation a consumer accepts.
+// The error names the first ID that differs, never a key.
+func (d *Deriver) Verify(ver int, activityID, skuID, userID int64, requestID, reservationID, messageID uuid.UUID) error {
+	if ver == 0 {
+		return fmt.Errorf("%w: key_version is missing", ErrForged)
+	}
+	want, err := d.ForRequest(ver, activityID, skuID, userID, requestID)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrForged, err)
+	}
+	switch {
+	case hmac.Equal(want.ReservationID[:], reservationID[:]) && hmac.Equal(want.MessageID[:], messageID[:]):
+		return nil
+	case !hmac.Equal(want.ReservationID[:], reservationID[:]):
+		return fmt.Errorf("%w: reservation_id is not the one key version %d derives", ErrForged, ver)
+	default:
+		return fmt.Errorf("%w: message_id is not the one key version %d derives", ErrForged, ver)
+	}
 }

@@ -2,6 +2,8 @@ package ids
 
 import (
 	"bytes"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -74,5 +76,38 @@ func TestNamedIsStableAndSeparated(t *testing.T) {
 	}
 	if Named("ORDER", rid) == Named("COMPENSATE", rid) || Named("E", rid, "a") == Named("E", rid, "b") {
 		t.Fatal("named ids collide")
+	}
+}
+
+func TestVerifyAcceptsOnlyDerivedIDs(t *testing.T) {
+	d := testDeriver(t)
+	req := uuid.MustParse("019c8d22-7600-7fa6-9307-6126afbc703b")
+	old, _ := d.ForRequest(1, 1, 2, 3, req) // an older key version still held
+	cur, _ := d.ForRequest(0, 1, 2, 3, req)
+	for _, r := range []Reservation{old, cur} {
+		if err := d.Verify(r.KeyVersion, 1, 2, 3, req, r.ReservationID, r.MessageID); err != nil {
+			t.Fatalf("derived ids of key version %d refused: %v", r.KeyVersion, err)
+		}
+	}
+	other, _ := d.ForRequest(0, 1, 2, 4, req) // another user's reservation
+	cases := map[string]struct {
+		ver      int
+		user     int64
+		rid, mid uuid.UUID
+		want     string
+	}{
+		"random ids":          {2, 3, uuid.New(), uuid.New(), "reservation_id"},
+		"ids of another user": {2, 3, other.ReservationID, other.MessageID, "reservation_id"},
+		"user changed":        {2, 4, cur.ReservationID, cur.MessageID, "reservation_id"},
+		"message id swapped":  {2, 3, cur.ReservationID, uuid.New(), "message_id"},
+		"wrong key version":   {1, 3, cur.ReservationID, cur.MessageID, "reservation_id"},
+		"key version unheld":  {7, 3, cur.ReservationID, cur.MessageID, "not configured"},
+		"key version missing": {0, 3, cur.ReservationID, cur.MessageID, "key_version is missing"},
+	}
+	for name, c := range cases {
+		err := d.Verify(c.ver, 1, 2, c.user, req, c.rid, c.mid)
+		if !errors.Is(err, ErrForged) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Verify = %v, want ErrForged naming %q", name, err, c.want)
+		}
 	}
 }

@@ -91,7 +91,11 @@ func (e *orderEnv) reserveBacklog(ctx context.Context) error {
 func (e *orderEnv) sagaLeg(ctx context.Context) error {
 	leg := e.report.Sagas
 	n := len(e.backlog)
-	st, err := sagastarter.New(e.conns.Pool, e.conns.Temporal, e.cfg.TemporalTaskQueue, prometheus.NewRegistry(), e.quiet)
+	deriver, err := app.Deriver(e.cfg)
+	if err != nil {
+		return err
+	}
+	st, err := sagastarter.New(e.conns.Pool, e.conns.Temporal, e.cfg.TemporalTaskQueue, deriver, prometheus.NewRegistry(), e.quiet)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,10 @@ func Run(ctx context.Context, d workers.Deps) error {
 		return errors.New("sagastarter: needs a Temporal client")
 	}
 	cfg := d.Config
-	st, err := New(d.Pool, d.Temporal, cfg.TemporalTaskQueue, d.Registry, d.Log)
+	if d.IDs == nil {
+		return errors.New("sagastarter: needs the ID secrets (SECKILL_ID_SECRETS) to verify messages")
+	}
+	st, err := New(d.Pool, d.Temporal, cfg.TemporalTaskQueue, d.IDs, d.Registry, d.Log)
 	if err != nil {
 		return err
 	}

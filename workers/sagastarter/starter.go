@@ -4,7 +4,10 @@
 // reservation_id, conflict policy use-existing). Its consumer_inbox row says
 // RECEIVED until Temporal accepted the start and SAGA_STARTED after, so the
 // inbox never claims a saga that does not exist. Malformed messages and
-// same-id-different-payload messages are quarantined, never dropped.
+// same-id-different-payload messages are quarantined, never dropped, and so
+// are forged ones: a message whose reservation_id and message_id are not the
+// ones its fields derive under the ID secrets (docs/spec.md#stable-ids) did
+// not come from the gateway's admission and starts nothing.
 package sagastarter
 
 import (
@@ -21,6 +24,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/inbox"
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/platform/mq"
@@ -43,6 +47,8 @@ type Starter struct {
 	pool      *pgxpool.Pool
 	temporal  client.Client
 	taskQueue string
+	ids       *ids.Deriver
+	forged    prometheus.Counter
 	log       *slog.Logger
 	consumed  *prometheus.CounterVec
 	quarant   prometheus.Counter
@@ -55,13 +61,17 @@ type Starter struct {
 	Failpoints *failpoint.Set
 }
 
-// New returns a Starter; every dependency is required.
-func New(pool *pgxpool.Pool, tc client.Client, taskQueue string, reg prometheus.Registerer, log *slog.Logger) (*Starter, error) {
-	if pool == nil || tc == nil || taskQueue == "" || reg == nil || log == nil {
+// New returns a Starter; every dependency is required. d holds the ID
+// secrets (every key version the gateway may still use) the starter
+// re-derives each message's IDs with.
+func New(pool *pgxpool.Pool, tc client.Client, taskQueue string, d *ids.Deriver, reg prometheus.Registerer, log *slog.Logger) (*Starter, error) {
+	if pool == nil || tc == nil || taskQueue == "" || d == nil || reg == nil || log == nil {
 		return nil, errors.New("sagastarter: nil dependency")
 	}
 	f := promauto.With(reg)
-	return &Starter{pool: pool, temporal: tc, taskQueue: taskQueue, log: log,
+	return &Starter{pool: pool, temporal: tc, taskQueue: taskQueue, ids: d, log: log,
+		forged: f.NewCounter(prometheus.CounterOpts{Name: "seckill_message_forged_total",
+			Help: "ORDER_CREATE_REQUESTED messages quarantined because their ids do not derive from their fields (not minted by the gateway)."}),
 		consumed: f.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_consume_total",
 			Help: "ORDER_CREATE_REQUESTED deliveries handled by the saga starter, by result."}, []string{"result"}),
 		quarant: f.NewCounter(prometheus.CounterOpts{Name: "seckill_message_quarantined_total",
@@ -89,6 +99,10 @@ func (s *Starter) handle(ctx context.Context, d mq.Delivered) (string, error) {
 	}
 	if d.ID != m.MessageID.String() {
 		return ResultQuarantined, s.quarantine(ctx, d, nil, fmt.Sprintf("INVALID_MESSAGE: message_id property %q differs from body %s", d.ID, m.MessageID))
+	}
+	if err := m.VerifyIDs(s.ids); err != nil {
+		s.forged.Inc()
+		return ResultQuarantined, s.quarantine(ctx, d, nil, "FORGED_MESSAGE: "+err.Error())
 	}
 	s.lag.Set(time.Since(m.ReservedAt).Seconds())
 	hash := inbox.PayloadHash(m)

@@ -7,17 +7,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/internal/platform/temporalx"
 	"github.com/seckill/seckill/internal/testenv"
@@ -25,12 +28,18 @@ import (
 	"github.com/seckill/seckill/workflows"
 )
 
-func message() events.OrderCreateRequested {
-	rid := uuid.New()
+// message is an ORDER_CREATE_REQUESTED with the ids the gateway derives for it under d.
+func message(t *testing.T, d *ids.Deriver) events.OrderCreateRequested {
+	t.Helper()
 	at := time.Now().UTC().Truncate(time.Millisecond)
-	return events.OrderCreateRequested{SchemaVersion: 1, EventType: events.TypeOrderCreateRequested, MessageID: uuid.New(),
-		MessageKey: rid.String(), RequestID: uuid.New(), ReservationID: rid, ActivityID: testenv.ActivityID(), SKUID: 1,
-		UserID: 42, KeyVersion: 1, ReservedAt: at, BusinessDeadline: at.Add(5 * time.Minute)}
+	m := events.OrderCreateRequested{SchemaVersion: 1, EventType: events.TypeOrderCreateRequested, RequestID: uuid.New(),
+		ActivityID: testenv.ActivityID(), SKUID: 1, UserID: 42, ReservedAt: at, BusinessDeadline: at.Add(5 * time.Minute)}
+	r, err := d.ForRequest(0, m.ActivityID, m.SKUID, m.UserID, m.RequestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.KeyVersion, m.ReservationID, m.MessageID, m.MessageKey = r.KeyVersion, r.ReservationID, r.MessageID, r.ReservationID.String()
+	return m
 }
 
 func delivery(t *testing.T, m events.OrderCreateRequested) mq.Delivered {
@@ -56,11 +65,11 @@ func TestTenThousandDeliveriesStartOneSaga(t *testing.T) {
 	defer tc.Close()
 	reg := prometheus.NewRegistry()
 	queue := fmt.Sprintf("starter-test-%x", testenv.RandomUint64())
-	st, err := sagastarter.New(pool, tc, queue, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	st, err := sagastarter.New(pool, tc, queue, testenv.Deriver(t, cfg), reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := message()
+	m := message(t, testenv.Deriver(t, cfg))
 	d := delivery(t, m)
 	const n = 10000
 	var wg sync.WaitGroup
@@ -126,13 +135,13 @@ func TestMalformedAndConflictingMessagesAreQuarantined(t *testing.T) {
 	}
 	defer tc.Close()
 	reg := prometheus.NewRegistry()
-	st, _ := sagastarter.New(pool, tc, fmt.Sprintf("starter-test-%x", testenv.RandomUint64()), reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	st, _ := sagastarter.New(pool, tc, fmt.Sprintf("starter-test-%x", testenv.RandomUint64()), testenv.Deriver(t, cfg), reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 
 	bad := []mq.Delivered{
 		{Topic: "t", ID: "x", BrokerMsgID: "b1", Body: []byte("{not json")},
 		{Topic: "t", ID: "y", BrokerMsgID: "b2", Body: []byte(`{"schema_version": 99}`)},
 	}
-	m := message()
+	m := message(t, testenv.Deriver(t, cfg))
 	wrongID := delivery(t, m)
 	wrongID.ID, wrongID.BrokerMsgID = uuid.NewString(), "b3"
 	bad = append(bad, wrongID)
@@ -146,11 +155,22 @@ func TestMalformedAndConflictingMessagesAreQuarantined(t *testing.T) {
 	if err := st.Handle(ctx, good); err != nil {
 		t.Fatal(err)
 	}
+	conflict := m
+	conflict.BusinessDeadline = m.BusinessDeadline.Add(time.Hour) // not part of the ids: they still derive
+	cd := delivery(t, conflict)
+	if err := st.Handle(ctx, cd); err != nil {
+		t.Fatal(err)
+	}
+	// Forged: another user's reservation under m's ids, and ids nobody derived.
 	forged := m
 	forged.UserID = 7
-	fd := delivery(t, forged)
-	if err := st.Handle(ctx, fd); err != nil {
-		t.Fatal(err)
+	random := message(t, testenv.Deriver(t, cfg))
+	random.ReservationID, random.MessageID = uuid.New(), uuid.New()
+	random.MessageKey = random.ReservationID.String()
+	for _, f := range []events.OrderCreateRequested{forged, random} {
+		if err := st.Handle(ctx, delivery(t, f)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rows, err := pool.Query(ctx, `SELECT reason FROM message_quarantine ORDER BY quarantine_id`)
 	if err != nil {
@@ -162,11 +182,30 @@ func TestMalformedAndConflictingMessagesAreQuarantined(t *testing.T) {
 		rows.Scan(&r)
 		reasons = append(reasons, r)
 	}
-	if len(reasons) != 4 {
-		t.Fatalf("quarantined %d messages (%v), want 4", len(reasons), reasons)
+	if len(reasons) != 6 {
+		t.Fatalf("quarantined %d messages (%v), want 6", len(reasons), reasons)
 	}
-	if got := consumed(t, reg, "quarantined"); got != 4 {
+	for i, want := range map[int]string{3: "PAYLOAD_CONFLICT", 4: "FORGED_MESSAGE", 5: "FORGED_MESSAGE"} {
+		if !strings.HasPrefix(reasons[i], want) {
+			t.Errorf("quarantine reason %d = %q, want %s", i, reasons[i], want)
+		}
+	}
+	if got := consumed(t, reg, "quarantined"); got != 6 {
 		t.Fatalf("quarantined counter = %v", got)
+	}
+	if got, err := testutil.GatherAndCount(reg, "seckill_message_forged_total"); err != nil || got != 1 {
+		t.Fatalf("seckill_message_forged_total series: %d (%v)", got, err)
+	}
+	if got := gathered(t, reg, "seckill_message_forged_total"); got != 2 {
+		t.Fatalf("seckill_message_forged_total = %v, want 2", got)
+	}
+	// Neither forged message started a saga or wrote an inbox row.
+	var inboxRows int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM consumer_inbox WHERE message_id = $1`, random.MessageID).Scan(&inboxRows); err != nil || inboxRows != 0 {
+		t.Fatalf("forged message has %d inbox rows (%v)", inboxRows, err)
+	}
+	if _, err := tc.DescribeWorkflowExecution(ctx, workflows.ReservationWorkflowID(random.ReservationID.String()), ""); err == nil {
+		t.Fatal("a forged message started a saga")
 	}
 	tc.TerminateWorkflow(ctx, workflows.ReservationWorkflowID(m.ReservationID.String()), "", "test done")
 }
@@ -188,6 +227,21 @@ func consumed(t *testing.T, reg *prometheus.Registry, result string) float64 {
 					return m.GetCounter().GetValue()
 				}
 			}
+		}
+	}
+	return 0
+}
+
+// gathered reads the unlabelled counter name from reg.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
 		}
 	}
 	return 0
@@ -220,11 +274,11 @@ func TestFailedStartIsNotRecordedAsStarted(t *testing.T) {
 	defer tc.Close()
 	queue := fmt.Sprintf("starter-test-%x", testenv.RandomUint64())
 	failReg := prometheus.NewRegistry()
-	failing, err := sagastarter.New(pool, failingStart{tc}, queue, failReg, quiet)
+	failing, err := sagastarter.New(pool, failingStart{tc}, queue, testenv.Deriver(t, cfg), failReg, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := message()
+	m := message(t, testenv.Deriver(t, cfg))
 	d := delivery(t, m)
 	wid := workflows.ReservationWorkflowID(m.ReservationID.String())
 	inbox := func() (code string, processedAt, createdAt time.Time) {
@@ -254,7 +308,7 @@ func TestFailedStartIsNotRecordedAsStarted(t *testing.T) {
 
 	// The redelivery, through a Starter whose Temporal accepts the start.
 	reg := prometheus.NewRegistry()
-	st, err := sagastarter.New(pool, tc, queue, reg, quiet)
+	st, err := sagastarter.New(pool, tc, queue, testenv.Deriver(t, cfg), reg, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
