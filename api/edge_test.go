@@ -156,6 +156,50 @@ func TestReadsAndCancelAreLimited(t *testing.T) {
 	}
 }
 
+// Payment callbacks and admin requests have per-address limits of their own,
+// counted before the signature or the admin token is checked: the request
+// past the limit is refused with 429 whatever it carries, and another
+// address is not affected.
+func TestCallbackAndAdminAreLimited(t *testing.T) {
+	a := newAuth(t)
+	h := api.NewRouter(api.Deps{Auth: a, Reserver: &fakeReserver{}, Status: &fakeStatus{},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Limits: api.Limits{Callback: 2, Admin: 3, Window: time.Minute}})
+	d := loadDoc(t)
+	from := func(method, path, ip, authz, body string) int {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if authz != "" {
+			req.Header.Set("Authorization", authz)
+		}
+		req.RemoteAddr = ip + ":40000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		d.conform(t, h, method, path, rec)
+		return rec.Code
+	}
+	const cb = "/v1/payments/callback"
+	for i := range 2 {
+		if code := from(http.MethodPost, cb, "10.0.0.1", "", `{}`); code == http.StatusTooManyRequests {
+			t.Fatalf("callback %d = 429 within the limit", i+1)
+		}
+	}
+	if code := from(http.MethodPost, cb, "10.0.0.1", "", `{}`); code != http.StatusTooManyRequests {
+		t.Fatalf("callback 3 = %d, want 429", code)
+	}
+	if code := from(http.MethodPost, cb, "10.0.0.2", "", `{}`); code == http.StatusTooManyRequests {
+		t.Fatal("another address's callback refused")
+	}
+	const admin = "/v1/admin/explain/" + "00000000-0000-8000-8000-000000000000"
+	for i := range 3 {
+		if code := from(http.MethodGet, admin, "10.0.0.3", "Bearer guess", ""); code != http.StatusUnauthorized {
+			t.Fatalf("admin guess %d = %d, want 401", i+1, code)
+		}
+	}
+	if code := from(http.MethodGet, admin, "10.0.0.3", "Bearer "+testAdminToken, ""); code != http.StatusTooManyRequests {
+		t.Fatalf("admin request 4 (right token) = %d, want 429: guesses spend the address's budget", code)
+	}
+}
+
 // Behind a trusted proxy, clients are counted by the address the proxy
 // names in X-Forwarded-For; anyone else's X-Forwarded-For is ignored (a bot
 // cannot pick its own address), and so are entries left of the last

@@ -28,7 +28,13 @@ type Limits struct {
 	// ReadPerUser: requests per Window by one user to the reads (reservation
 	// and order status, which clients poll).
 	ReadPerUser int
-	Window      time.Duration
+	// Callback: payment callbacks per Window from one client address (the
+	// provider's senders), counted before the signature is checked.
+	Callback int
+	// Admin: admin requests per Window from one client address, counted
+	// before the admin token is checked (a guessing bound).
+	Admin  int
+	Window time.Duration
 	// TrustedProxies are the addresses of the proxies in front of the
 	// gateway: a request from one of them is counted by the client address
 	// it names in X-Forwarded-For (the right-most one that is not itself a
@@ -41,6 +47,7 @@ type Limits struct {
 type limiters struct {
 	ip, user         func(http.Handler) http.Handler // business flows
 	readIP, readUser func(http.Handler) http.Handler // status reads
+	callback, admin  func(http.Handler) http.Handler // provider callbacks, admin
 }
 
 func newLimiters(l Limits, log *slog.Logger) limiters {
@@ -78,6 +85,7 @@ func newLimiters(l Limits, log *slog.Logger) limiters {
 	}
 	out.ip, out.user = byIP(l.PerIP, "client address"), byUser(l.PerUser)
 	out.readIP, out.readUser = byIP(l.PerIP, "client address"), byUser(l.ReadPerUser)
+	out.callback, out.admin = byIP(l.Callback, "client address"), byIP(l.Admin, "client address")
 	return out
 }
 

@@ -143,10 +143,10 @@ func (h *handlers) paymentCallback(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		writeJSON(w, http.StatusOK, map[string]string{"code": "ACCEPTED"})
 	case errors.As(err, &ce):
-		h.d.Log.Warn("api.callback_refused", "webhook_id", r.Header.Get("webhook-id"), "code", ce.Code, "error", ce.Err)
+		h.d.Log.Warn("api.callback_refused", "webhook_ref", checkout.WebhookRef(r.Header.Get("webhook-id")), "code", ce.Code, "error", ce.Err)
 		writeError(w, ce.Status, apiError{Code: ce.Code, Message: "callback refused"})
 	default:
-		h.d.Log.Error("api.callback_failed", "webhook_id", r.Header.Get("webhook-id"), "error", err)
+		h.d.Log.Error("api.callback_failed", "webhook_ref", checkout.WebhookRef(r.Header.Get("webhook-id")), "error", err)
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: "UNAVAILABLE", Message: "retry later"})
 	}
 }

@@ -109,9 +109,9 @@ func NewRouter(d Deps) http.Handler {
 			r.Post("/orders/{order_id}/cancel", h.cancelOrder)
 		})
 		// Authenticated by the provider's signature, not a bearer token.
-		r.Post("/payments/callback", h.paymentCallback)
+		r.With(lim.callback).Post("/payments/callback", h.paymentCallback)
 		r.Group(func(r chi.Router) {
-			r.Use(h.requireAdmin)
+			r.Use(lim.admin, h.requireAdmin)
 			r.Post("/admin/activities", h.setupSale)
 			r.Get("/admin/explain/{id}", h.explainPurchase)
 		})

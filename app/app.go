@@ -244,6 +244,7 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 		Pool: conns.Pool, Redis: conns.Redis, Log: log, HandlerTimeout: cfg.HandlerTimeout,
 		ReserveBudget: cfg.ReserveBudget, ReadBudget: cfg.ReadBudget,
 		Limits: api.Limits{PerUser: cfg.RateLimitUser, PerIP: cfg.RateLimitIP, ReadPerUser: cfg.RateLimitRead,
+			Callback: cfg.RateLimitCallback, Admin: cfg.RateLimitAdmin,
 			Window: cfg.RateLimitWindow, TrustedProxies: proxies}}
 	if deps.Explain, err = Explainer(cfg, conns); err != nil {
 		return nil, err

@@ -75,7 +75,8 @@ func TestAPIContract(t *testing.T) {
 	c, err := chaos.NewCluster(ctx, chaos.ClusterOptions{Bin: bin, Dir: logs, Config: cfg, Log: logger(), Kind: chaos.KindContract,
 		// One user's token drives every call: the per-user limit would answer
 		// most of them 429 (api/edge_test.go covers the limits).
-		Env: []string{"SECKILL_RATE_LIMIT_USER=0", "SECKILL_RATE_LIMIT_IP=0", "SECKILL_RATE_LIMIT_READ=0"}})
+		Env: []string{"SECKILL_RATE_LIMIT_USER=0", "SECKILL_RATE_LIMIT_IP=0", "SECKILL_RATE_LIMIT_READ=0",
+			"SECKILL_RATE_LIMIT_CALLBACK=0", "SECKILL_RATE_LIMIT_ADMIN=0"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -634,4 +635,65 @@ func sagasOf(t *testing.T, tc workflows.Temporal) *workflows.Sagas {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// countingProvider counts the provider lookups and fails them while down.
+type countingProvider struct {
+	intentProvider
+	gets atomic.Int64
+	down atomic.Bool
+}
+
+func (p *countingProvider) Get(ctx context.Context, txn string) (payments.ProviderPayment, error) {
+	p.gets.Add(1)
+	if p.down.Load() {
+		return payments.ProviderPayment{}, errors.New("provider: connection refused")
+	}
+	return p.intentProvider.Get(ctx, txn)
+}
+
+// A delivery already applied is answered from PostgreSQL before the provider
+// is asked: replays cost no provider call and succeed while it is down; a
+// reused id with another body is refused the same way.
+func TestDuplicateCallbackIsDedupedBeforeTheProviderLookup(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	prov := &countingProvider{intentProvider: intentProvider{pool: r.pool}}
+	svc, err := checkout.NewService(r.pool, prov, sagasOf(t, r.tc), payments.PaysimVerifier(secret, 5*time.Minute),
+		"http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := body(t, r.orderID, 4999)
+	sign := func(id string, body []byte) http.Header {
+		now := time.Now()
+		return headers(id, now, paysim.Sign(secret, id, now, body))
+	}
+	if err := svc.HandleCallback(ctx, sign("msg_1", b), b); err != nil {
+		t.Fatal(err)
+	}
+	if n := prov.gets.Load(); n != 1 {
+		t.Fatalf("first delivery asked the provider %d times, want 1", n)
+	}
+	prov.down.Store(true)
+	for range 5 {
+		if err := svc.HandleCallback(ctx, sign("msg_1", b), b); err != nil {
+			t.Fatalf("replayed delivery while the provider is down = %v, want 2xx from PostgreSQL", err)
+		}
+	}
+	other := body(t, r.orderID, 4999)
+	var ce *checkout.CallbackError
+	if err := svc.HandleCallback(ctx, sign("msg_1", other), other); !errors.As(err, &ce) || ce.Code != "WEBHOOK_ID_REUSED" {
+		t.Fatalf("reused id with another body = %v", err)
+	}
+	if n := prov.gets.Load(); n != 1 {
+		t.Fatalf("replays asked the provider %d more times, want none", n-1)
+	}
+	if got := r.state(t); got != "PAID|1|1|1|1" {
+		t.Fatalf("replays changed state: %s", got)
+	}
+	// A new webhook id does need the provider: down, it is a retry, not a 2xx.
+	if err := svc.HandleCallback(ctx, sign("msg_2", b), b); err == nil || errors.As(err, &ce) {
+		t.Fatalf("new delivery while the provider is down = %v, want a retryable error", err)
+	}
 }

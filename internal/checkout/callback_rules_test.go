@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +36,8 @@ func (p *getProvider) Get(_ context.Context, txn string) (payments.ProviderPayme
 // verdicts HandleCallback reaches before its transaction.
 func callbackService(p payments.Provider, verify Verifier) *Service {
 	return &Service{provider: p, verify: verify, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		now: time.Now, m: metrics.NewSaga(prometheus.NewRegistry())}
+		now: time.Now, m: metrics.NewSaga(prometheus.NewRegistry()),
+		seen: func(context.Context, string, []byte) (int, error) { return callbackNew, nil }}
 }
 
 func callbackBody(t *testing.T, cb CallbackBody) []byte {
@@ -144,5 +146,17 @@ func TestNewServiceRequires(t *testing.T) {
 	verify := func(string, string, string, []byte, time.Time) error { return nil }
 	if s, err := NewService(nil, &getProvider{}, nil, verify, "http://cb", log, nil); err == nil || s != nil {
 		t.Errorf("NewService without pool and sagas = %v, %v; want an error", s, err)
+	}
+}
+
+func TestWebhookRefIsBounded(t *testing.T) {
+	long := strings.Repeat("x\n", 8<<10) // 16 KB with line breaks
+	for _, id := range []string{"", "msg_1", long} {
+		if ref := WebhookRef(id); len(ref) != 16 || strings.ContainsAny(ref, "x\n") {
+			t.Errorf("WebhookRef(%d bytes) = %q, want 16 hex characters", len(id), ref)
+		}
+	}
+	if WebhookRef("msg_1") == WebhookRef("msg_2") {
+		t.Error("two ids share a ref")
 	}
 }

@@ -8,6 +8,7 @@ package checkout
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,6 +56,8 @@ type Service struct {
 	log         *slog.Logger
 	now         func() time.Time
 	m           *metrics.Saga
+	// seen reads what an earlier delivery of a webhook id left (seenCallback).
+	seen func(ctx context.Context, id string, hash []byte) (int, error)
 }
 
 // NewService builds the Service; every dependency is required.
@@ -66,8 +69,10 @@ func NewService(pool *pgxpool.Pool, provider payments.Provider, sagas Sagas, ver
 	if m == nil {
 		m = metrics.NewSaga(prometheus.NewRegistry())
 	}
-	return &Service{store: payments.NewStore(pool, nil), pool: pool, provider: provider, sagas: sagas,
-		verify: verify, callbackURL: callbackURL, log: log, now: time.Now, m: m}, nil
+	s := &Service{store: payments.NewStore(pool, nil), pool: pool, provider: provider, sagas: sagas,
+		verify: verify, callbackURL: callbackURL, log: log, now: time.Now, m: m}
+	s.seen = s.seenCallback
+	return s, nil
 }
 
 // SetFailpoints arms the payment transaction's failpoints
@@ -227,10 +232,20 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 	if err := jsonx.Lenient(body, &cb); err != nil || cb.Type != "payment.succeeded" || cb.TransactionID == "" || cb.MerchantOrderID == uuid.Nil {
 		return &CallbackError{http.StatusBadRequest, "INVALID_CALLBACK", fmt.Errorf("not a payment.succeeded callback: %v", err)}
 	}
+	hash := sha256.Sum256(body)
+	// A delivery already applied is answered from PostgreSQL, before the
+	// provider is asked: a replayed callback costs one read, not a provider call.
+	switch seen, err := s.seen(ctx, id, hash[:]); {
+	case err != nil:
+		return err
+	case seen == callbackReused:
+		return &CallbackError{http.StatusConflict, "WEBHOOK_ID_REUSED", errWebhookReused}
+	case seen == callbackApplied:
+		return nil
+	}
 	if err := s.confirm(ctx, cb); err != nil {
 		return err
 	}
-	hash := sha256.Sum256(body)
 	ev := payments.Evidence{OrderID: cb.MerchantOrderID, Provider: s.provider.Name(), TransactionID: cb.TransactionID,
 		AmountCents: cb.AmountCents, PaidAt: cb.PaidAt}
 	var res payments.RecordResult
@@ -353,6 +368,39 @@ func claimCallback(ctx context.Context, tx pgx.Tx, id, provider, txn string, has
 }
 
 const resultUnknownOrder = "UNKNOWN_ORDER"
+
+// What an earlier delivery of a webhook id left (seenCallback).
+const (
+	callbackNew     = iota // none, or one still to apply (in progress, unknown order)
+	callbackApplied        // applied: this delivery is a duplicate
+	callbackReused         // the id came with another body
+)
+
+// seenCallback reads what an earlier delivery of webhook id left, without a
+// lock: claimCallback decides under the row lock for a delivery that goes on.
+func (s *Service) seenCallback(ctx context.Context, id string, hash []byte) (int, error) {
+	var prior []byte
+	var result string
+	err := s.pool.QueryRow(ctx, `SELECT body_hash, result FROM payment_callback WHERE webhook_id = $1`, id).Scan(&prior, &result)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return callbackNew, nil
+	case err != nil:
+		return 0, fmt.Errorf("read callback %s: %w", id, err)
+	case string(prior) != string(hash):
+		return callbackReused, nil
+	case result == resultUnknownOrder || result == "PROCESSING":
+		return callbackNew, nil
+	}
+	return callbackApplied, nil
+}
+
+// WebhookRef is what logs name an unverified webhook id by: a short hash,
+// whatever the sender put in the header (bounded lines, no injected text).
+func WebhookRef(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:8])
+}
 
 // unknownOrder keeps a callback for an order we do not know (evidence) and
 // refuses it, so the provider retries; it never creates an order.

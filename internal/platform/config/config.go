@@ -75,10 +75,14 @@ type Config struct {
 	// client address (before authentication). RateLimitRead bounds one user's
 	// status reads (reservation, order), with the address limit counted apart.
 	// 0 switches a limit off.
-	RateLimitUser   int           `env:"SECKILL_RATE_LIMIT_USER" envDefault:"10"`
-	RateLimitIP     int           `env:"SECKILL_RATE_LIMIT_IP" envDefault:"200"`
-	RateLimitRead   int           `env:"SECKILL_RATE_LIMIT_READ" envDefault:"50"`
-	RateLimitWindow time.Duration `env:"SECKILL_RATE_LIMIT_WINDOW" envDefault:"1s"`
+	RateLimitUser int `env:"SECKILL_RATE_LIMIT_USER" envDefault:"10"`
+	RateLimitIP   int `env:"SECKILL_RATE_LIMIT_IP" envDefault:"200"`
+	RateLimitRead int `env:"SECKILL_RATE_LIMIT_READ" envDefault:"50"`
+	// RateLimitCallback and RateLimitAdmin bound payment callbacks and admin
+	// requests per window from one client address.
+	RateLimitCallback int           `env:"SECKILL_RATE_LIMIT_CALLBACK" envDefault:"500"`
+	RateLimitAdmin    int           `env:"SECKILL_RATE_LIMIT_ADMIN" envDefault:"20"`
+	RateLimitWindow   time.Duration `env:"SECKILL_RATE_LIMIT_WINDOW" envDefault:"1s"`
 	// TrustedProxies are the CIDRs of the proxies in front of the gateway
 	// (comma-separated, e.g. 10.0.0.0/8): a request from one is counted by the
 	// client address in its X-Forwarded-For. Empty: the peer's address counts
@@ -319,9 +323,14 @@ func (c Config) validateNetwork() error {
 	if err := c.validateRedis(); err != nil {
 		return err
 	}
-	if c.RateLimitUser < 0 || c.RateLimitIP < 0 || c.RateLimitRead < 0 {
-		return &FieldError{Var: "SECKILL_RATE_LIMIT_USER/SECKILL_RATE_LIMIT_IP/SECKILL_RATE_LIMIT_READ",
-			Value: fmt.Sprint(c.RateLimitUser, c.RateLimitIP, c.RateLimitRead), Reason: "must be 0 (off) or positive"}
+	for _, l := range []struct {
+		name string
+		v    int
+	}{{"SECKILL_RATE_LIMIT_USER", c.RateLimitUser}, {"SECKILL_RATE_LIMIT_IP", c.RateLimitIP}, {"SECKILL_RATE_LIMIT_READ", c.RateLimitRead},
+		{"SECKILL_RATE_LIMIT_CALLBACK", c.RateLimitCallback}, {"SECKILL_RATE_LIMIT_ADMIN", c.RateLimitAdmin}} {
+		if l.v < 0 {
+			return &FieldError{Var: l.name, Value: fmt.Sprint(l.v), Reason: "must be 0 (off) or positive"}
+		}
 	}
 	for _, b := range []struct {
 		name string
