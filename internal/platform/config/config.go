@@ -255,7 +255,10 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.Env != EnvDevelopment {
-		return c.refuseDevSecrets()
+		if err := c.refuseDevSecrets(); err != nil {
+			return err
+		}
+		return c.refuseUnsafe()
 	}
 	return nil
 }

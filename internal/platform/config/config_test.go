@@ -91,8 +91,22 @@ func TestIDKeysKeepOldVersions(t *testing.T) {
 
 // Outside development, every public development secret is refused, and the
 // error names the variable (never the value).
+// safeTransport sets what production requires besides secrets: TLS to
+// PostgreSQL with a password of its own, https payment URLs.
+func safeTransport(t *testing.T) {
+	t.Helper()
+	for n, v := range map[string]string{
+		"SECKILL_PG_DSN":       "postgres://seckill:" + strings.Repeat("6f", 16) + "@db.internal:5432/seckill?sslmode=verify-full",
+		"SECKILL_PAYSIM_URL":   "https://psp.example.com",
+		"SECKILL_CALLBACK_URL": "https://shop.example.com/v1/payments/callback",
+	} {
+		t.Setenv(n, v)
+	}
+}
+
 func TestProductionRefusesDevelopmentSecrets(t *testing.T) {
 	t.Setenv("SECKILL_ENV", "production")
+	safeTransport(t)
 	own := map[string]string{
 		"SECKILL_ID_SECRETS":          "1:" + strings.Repeat("1a", 32),
 		"SECKILL_AUTH_SECRETS":        "1:" + strings.Repeat("2b", 32),
@@ -146,6 +160,61 @@ func TestProductionRefusesDevelopmentSecrets(t *testing.T) {
 	t.Setenv("SECKILL_ENV", "staging")
 	if _, err := Load(); err == nil || !strings.Contains(err.Error(), "SECKILL_ENV") {
 		t.Fatalf("SECKILL_ENV=staging = %v", err)
+	}
+}
+
+// Production refuses, naming the variable, a database connection that may
+// be plain text or keeps the development password, plain-http payment URLs,
+// and a rate limit switched off; development accepts them all.
+func TestProductionRefusesUnsafeSettings(t *testing.T) {
+	own := map[string]string{
+		"SECKILL_ID_SECRETS":          "1:" + strings.Repeat("1a", 32),
+		"SECKILL_AUTH_SECRETS":        "1:" + strings.Repeat("2b", 32),
+		"SECKILL_ADMIN_TOKEN":         strings.Repeat("3c", 16),
+		"SECKILL_PAYSIM_SECRET":       strings.Repeat("4d", 32),
+		"SECKILL_PAYSIM_MERCHANT_KEY": strings.Repeat("5e", 8),
+	}
+	pw := strings.Repeat("6f", 16)
+	cases := []struct{ name, v, reason string }{
+		{"SECKILL_PG_DSN", "postgres://seckill:" + pw + "@db:5432/seckill?sslmode=disable", "plain-text"},
+		{"SECKILL_PG_DSN", "postgres://seckill:" + pw + "@db:5432/seckill?sslmode=prefer", "plain-text"},
+		{"SECKILL_PG_DSN", "postgres://seckill:" + pw + "@db:5432/seckill", "plain-text"},
+		{"SECKILL_PG_DSN", "host=db user=seckill password=" + pw + " sslmode=allow", "plain-text"},
+		{"SECKILL_PG_DSN", "postgres://seckill:seckill@db:5432/seckill?sslmode=require", "development database password"},
+		{"SECKILL_PG_DSN", "postgres://%zz", "does not parse"},
+		{"SECKILL_PAYSIM_URL", "http://psp.example.com", "https://"},
+		{"SECKILL_CALLBACK_URL", "http://shop.example.com/v1/payments/callback", "https://"},
+		{"SECKILL_CALLBACK_URL", "https:///no-host", "https://"},
+		{"SECKILL_RATE_LIMIT_USER", "0", "switches the limit off"},
+		{"SECKILL_RATE_LIMIT_IP", "0", "switches the limit off"},
+		{"SECKILL_RATE_LIMIT_READ", "0", "switches the limit off"},
+		{"SECKILL_RATE_LIMIT_CALLBACK", "0", "switches the limit off"},
+		{"SECKILL_RATE_LIMIT_ADMIN", "0", "switches the limit off"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+"="+c.v, func(t *testing.T) {
+			for n, v := range own {
+				t.Setenv(n, v)
+			}
+			safeTransport(t)
+			t.Setenv("SECKILL_ENV", "production")
+			if _, err := Load(); err != nil {
+				t.Fatalf("safe production settings refused: %v", err)
+			}
+			t.Setenv(c.name, c.v)
+			_, err := Load()
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Var != c.name || !strings.Contains(err.Error(), c.reason) {
+				t.Fatalf("production with %s=%q = %v, want a refusal naming it (%s)", c.name, c.v, err, c.reason)
+			}
+			if strings.Contains(err.Error(), pw) {
+				t.Fatalf("the refusal prints the database password: %v", err)
+			}
+			t.Setenv("SECKILL_ENV", "development")
+			if _, err := Load(); err != nil {
+				t.Fatalf("development with %s=%q = %v, want accepted", c.name, c.v, err)
+			}
+		})
 	}
 }
 

@@ -8,9 +8,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // validateSecrets checks keys, tokens' lifetime and the callback secret.
@@ -140,4 +143,47 @@ func versionedKeys(name string, pairs []string, currentName string, current int)
 		return nil, &FieldError{Var: currentName, Value: fmt.Sprint(current), Reason: "no such version in " + name}
 	}
 	return keys, nil
+}
+
+// refuseUnsafe fails, outside development, on the first setting that would
+// leave a connection in plain text, keep the development database password,
+// or switch a rate limit off. Each error names its variable.
+func (c Config) refuseUnsafe() error {
+	const dsnVar = "SECKILL_PG_DSN"
+	pc, err := pgconn.ParseConfig(c.PostgresDSN)
+	if err != nil {
+		return &FieldError{Var: dsnVar, Value: "<redacted>", Reason: "does not parse as a PostgreSQL DSN"}
+	}
+	if dev, err := pgconn.ParseConfig(defaultOf("PostgresDSN")); err == nil && pc.Password != "" && pc.Password == dev.Password {
+		return &FieldError{Var: dsnVar, Value: "<redacted>", Reason: "holds the development database password: set a password of your own"}
+	}
+	plain := pc.TLSConfig == nil
+	for _, f := range pc.Fallbacks {
+		plain = plain || f.TLSConfig == nil
+	}
+	if plain {
+		return &FieldError{Var: dsnVar, Value: "<redacted>",
+			Reason: "allows a plain-text connection: set sslmode=verify-full (or require, verify-ca)"}
+	}
+	for _, u := range []struct{ name, v string }{{"SECKILL_PAYSIM_URL", c.PaysimURL}, {"SECKILL_CALLBACK_URL", c.CallbackURL}} {
+		if p, err := url.Parse(u.v); err != nil || p.Scheme != "https" || p.Host == "" {
+			return &FieldError{Var: u.name, Value: u.v, Reason: "must be an https:// URL: payment traffic is never plain text"}
+		}
+	}
+	for _, l := range []struct {
+		name string
+		v    int
+	}{{"SECKILL_RATE_LIMIT_USER", c.RateLimitUser}, {"SECKILL_RATE_LIMIT_IP", c.RateLimitIP}, {"SECKILL_RATE_LIMIT_READ", c.RateLimitRead},
+		{"SECKILL_RATE_LIMIT_CALLBACK", c.RateLimitCallback}, {"SECKILL_RATE_LIMIT_ADMIN", c.RateLimitAdmin}} {
+		if l.v == 0 {
+			return &FieldError{Var: l.name, Value: "0", Reason: "0 switches the limit off: production keeps every limit on"}
+		}
+	}
+	return nil
+}
+
+// defaultOf is the envDefault of Config's field name.
+func defaultOf(name string) string {
+	f, _ := reflect.TypeFor[Config]().FieldByName(name)
+	return f.Tag.Get("envDefault")
 }
