@@ -12,10 +12,13 @@ RUN CGO_ENABLED=0 go build -o /out/seckill ./cmd/seckill
 FROM build AS build-dev
 RUN CGO_ENABLED=0 go build -o /out/seckill-dev ./cmd/seckill-dev
 
-FROM gcr.io/distroless/static-debian12 AS dev
+FROM gcr.io/distroless/static-debian12:nonroot AS dev
 COPY --from=build-dev /out/seckill-dev /seckill-dev
+USER nonroot:nonroot
 ENTRYPOINT ["/seckill-dev"]
 
-FROM gcr.io/distroless/static-debian12
+# nonroot: uid 65532, no shell; the processes need no privilege (ports above 1024).
+FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/seckill /seckill
+USER nonroot:nonroot
 ENTRYPOINT ["/seckill"]

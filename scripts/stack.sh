@@ -97,7 +97,8 @@ pg_psql() { runuser -u postgres -- "$PG_BIN/psql" -h "$PG_SOCK" -p "$PG_PORT" -U
 
 postgres_up() {
   local lf; lf=$(logfile postgres)
-  mkdir -p "$PG_SOCK"; chown postgres:postgres "$PG_SOCK"
+  # 0700: the socket trusts local logins, so only postgres (and root) may reach it.
+  mkdir -p "$PG_SOCK"; chown postgres:postgres "$PG_SOCK"; chmod 700 "$PG_SOCK"
   if [ ! -s "$PG_DATA/PG_VERSION" ]; then
     log "postgres: initdb $PG_DATA"
     mkdir -p "$PG_DATA"; chown postgres:postgres "$PG_DATA"; chmod 700 "$PG_DATA"
