@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/platform/auth"
 	"github.com/seckill/seckill/internal/reservation"
 )
 
@@ -305,5 +307,66 @@ func TestParseIDIsCanonical(t *testing.T) {
 		if _, ok := api.ParseID(in); ok != want {
 			t.Errorf("ParseID(%q) = %v, want %v", in, ok, want)
 		}
+	}
+}
+
+// Admin answers only the allowed addresses (counted behind trusted proxies
+// by the address they name); its audit line names the operator, the real
+// client address and a request id the gateway made, never the client's.
+func TestAdminAllowListAndAudit(t *testing.T) {
+	a, err := auth.New(auth.Options{Keys: map[int][]byte{1: []byte(testSecret)}, Current: 1, MaxTTL: time.Hour,
+		AdminToken: testAdminToken, AdminTokens: map[string]string{"alice": "alice-admin-token-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	h := api.NewRouter(api.Deps{Auth: a, Reserver: &fakeReserver{}, Status: &fakeStatus{}, Log: slog.New(slog.NewJSONHandler(&buf, nil)),
+		Limits:     api.Limits{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
+		AdminAllow: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}})
+	d := loadDoc(t)
+	call := func(peer, xff, token, reqID string) int {
+		req := httptest.NewRequest(http.MethodPost, "/v1/admin/activities", strings.NewReader(`{"activity_id":0}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("X-Request-Id", reqID)
+		if xff != "" {
+			req.Header.Set("X-Forwarded-For", xff)
+		}
+		req.RemoteAddr = peer + ":40000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		d.conform(t, h, http.MethodPost, "/v1/admin/activities", rec)
+		return rec.Code
+	}
+	if code := call("203.0.113.9", "", testAdminToken, "x"); code != http.StatusForbidden {
+		t.Fatalf("admin from an address off the allow-list = %d, want 403", code)
+	}
+	if code := call("10.1.1.1", "198.51.100.7", testAdminToken, "x"); code != http.StatusForbidden {
+		t.Fatalf("admin through a trusted proxy for a client off the list = %d, want 403", code)
+	}
+	if code := call("203.0.113.9", "192.0.2.5", testAdminToken, "x"); code != http.StatusForbidden {
+		t.Fatalf("an untrusted peer naming an allowed address in X-Forwarded-For = %d, want 403", code)
+	}
+	buf.Reset()
+	forged := "forged-id\nadmin.action who=root"
+	if code := call("10.1.1.1", "192.0.2.5", "alice-admin-token-0123456789", forged); code != http.StatusBadRequest {
+		t.Fatalf("alice through the proxy = %d, want 400 (the definition is invalid)", code)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "admin.action" {
+			line = m
+		}
+	}
+	who, _ := line["who"].(string)
+	if line == nil || !strings.HasPrefix(who, "alice:") || line["remote"] != "192.0.2.5" || line["peer"] != "10.1.1.1:40000" {
+		t.Fatalf("admin.action = %v, want who alice:<fp>, remote 192.0.2.5, peer 10.1.1.1:40000", line)
+	}
+	if rid, _ := line["request"].(string); rid == "" || strings.Contains(rid, "forged") {
+		t.Fatalf("request id %q: want one the gateway made", rid)
+	}
+	if ref, _ := line["client_request_ref"].(string); len(ref) != 16 || strings.Contains(buf.String(), "forged-id") {
+		t.Fatalf("client request id logged as %q (raw in the log: %v), want a 16-hex hash", ref, strings.Contains(buf.String(), "forged-id"))
 	}
 }

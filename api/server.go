@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -50,6 +51,9 @@ type Deps struct {
 	// Limits are the abuse limits of the reservation and payment endpoints
 	// (the zero value limits nothing).
 	Limits Limits
+	// AdminAllow are the client addresses the admin endpoints answer (403
+	// ADMIN_FORBIDDEN to anyone else); nil lets every address through.
+	AdminAllow []netip.Prefix
 	// HandlerTimeout is every handler's deadline (default 10 s).
 	HandlerTimeout time.Duration
 	// ReserveBudget bounds a reserve request, ReadBudget a reservation or
@@ -82,7 +86,7 @@ func NewRouter(d Deps) http.Handler {
 		d.ReadBudget = DefaultBudget
 	}
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, recoverer(d.Log), deadline(d.HandlerTimeout))
+	r.Use(serverRequestID, middleware.RequestID, recoverer(d.Log), deadline(d.HandlerTimeout))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -218,51 +222,6 @@ func (h *handlers) requireUser(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, uid)))
 	})
-}
-
-// requireAdmin checks the admin credential (in constant time) and logs every
-// admin request: who (the credential's fingerprint), what, from where, and
-// how it ended.
-func (h *handlers) requireAdmin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !h.d.Auth.Admin(bearer(r)) {
-			h.d.Log.Warn("api.admin_denied", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr,
-				"request", middleware.GetReqID(r.Context()))
-			w.Header().Set("WWW-Authenticate", `Bearer realm="seckill-admin"`)
-			writeError(w, http.StatusUnauthorized, apiError{Code: "UNAUTHENTICATED", Message: "the admin credential is required"})
-			return
-		}
-		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		start := time.Now()
-		what := &auditRecord{}
-		// Logged even when the handler panics (the recoverer outside answers 500).
-		defer func() {
-			status := ww.Status()
-			p := recover()
-			if p != nil {
-				status = http.StatusInternalServerError
-			}
-			h.d.Log.Info("admin.action", append([]any{"who", h.d.Auth.AdminName(), "method", r.Method, "path", r.URL.Path,
-				"remote", r.RemoteAddr, "request", middleware.GetReqID(r.Context()), "status", status,
-				"duration_ms", time.Since(start).Milliseconds(), "panicked", p != nil}, what.attrs...)...)
-			if p != nil {
-				panic(p)
-			}
-		}()
-		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), auditKey{}, what)))
-	})
-}
-
-type auditKey struct{}
-
-// auditRecord is what an admin handler adds to its admin.action line.
-type auditRecord struct{ attrs []any }
-
-// audit adds key/value pairs to the request's admin.action line.
-func audit(r *http.Request, kv ...any) {
-	if a, ok := r.Context().Value(auditKey{}).(*auditRecord); ok {
-		a.attrs = append(a.attrs, kv...)
-	}
 }
 
 func userOf(r *http.Request) int64 { return r.Context().Value(ctxKey{}).(int64) }

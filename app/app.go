@@ -199,7 +199,12 @@ func Authenticator(cfg config.Config) (*auth.Authenticator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return auth.New(auth.Options{Keys: keys, Current: cfg.AuthKeyVersion, MaxTTL: cfg.AuthMaxTTL, AdminToken: cfg.AdminToken})
+	ops, err := cfg.AdminCredentials()
+	if err != nil {
+		return nil, err
+	}
+	return auth.New(auth.Options{Keys: keys, Current: cfg.AuthKeyVersion, MaxTTL: cfg.AuthMaxTTL, AdminToken: cfg.AdminToken,
+		AdminTokens: ops})
 }
 
 // Deriver builds the stable-ID deriver from the config.
@@ -240,12 +245,16 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 	if err != nil {
 		return nil, err
 	}
+	allow, err := cfg.AdminAllowPrefixes()
+	if err != nil {
+		return nil, err
+	}
 	deps := api.Deps{Auth: authn, Reserver: res, Status: reservation.NewStatusReader(conns.Redis, conns.Pool),
 		Pool: conns.Pool, Redis: conns.Redis, Log: log, HandlerTimeout: cfg.HandlerTimeout,
 		ReserveBudget: cfg.ReserveBudget, ReadBudget: cfg.ReadBudget,
 		Limits: api.Limits{PerUser: cfg.RateLimitUser, PerIP: cfg.RateLimitIP, ReadPerUser: cfg.RateLimitRead,
 			Callback: cfg.RateLimitCallback, Admin: cfg.RateLimitAdmin,
-			Window: cfg.RateLimitWindow, TrustedProxies: proxies}}
+			Window: cfg.RateLimitWindow, TrustedProxies: proxies}, AdminAllow: allow}
 	if deps.Explain, err = Explainer(cfg, conns); err != nil {
 		return nil, err
 	}

@@ -395,8 +395,9 @@ func (s *Service) seenCallback(ctx context.Context, id string, hash []byte) (int
 	return callbackApplied, nil
 }
 
-// WebhookRef is what logs name an unverified webhook id by: a short hash,
-// whatever the sender put in the header (bounded lines, no injected text).
+// WebhookRef is what logs name an unverified webhook id (or any other
+// client-chosen id) by: a short hash, whatever the sender put in the header
+// (bounded lines, no injected text).
 func WebhookRef(id string) string {
 	h := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(h[:8])

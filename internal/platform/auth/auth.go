@@ -14,6 +14,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -37,19 +39,28 @@ type Options struct {
 	Keys    map[int][]byte
 	Current int
 	// MaxTTL bounds a token's lifetime (exp - iat), minted or presented.
-	MaxTTL     time.Duration
-	AdminToken string
+	MaxTTL time.Duration
+	// AdminToken is the admin credential named "admin"; AdminTokens are one
+	// more credential per operator (name → token), each named in the audit
+	// line as "<name>:<fingerprint>".
+	AdminToken  string
+	AdminTokens map[string]string
+}
+
+// adminCredential is one admin token and the name audit lines give it.
+type adminCredential struct {
+	token []byte
+	name  string
 }
 
 // Authenticator verifies and mints tokens.
 type Authenticator struct {
-	keys       map[int][]byte
-	current    int
-	maxTTL     time.Duration
-	adminToken []byte
-	adminName  string
-	now        func() time.Time
-	verified   *verified
+	keys     map[int][]byte
+	current  int
+	maxTTL   time.Duration
+	admins   []adminCredential // admins[0] is AdminToken's
+	now      func() time.Time
+	verified *verified
 }
 
 // leeway is the clock skew User tolerates on exp and iat.
@@ -68,12 +79,24 @@ func New(o Options) (*Authenticator, error) {
 	if o.MaxTTL <= 0 {
 		return nil, errors.New("token maximum lifetime must be positive")
 	}
-	if len(o.AdminToken) < 16 {
-		return nil, errors.New("admin token must be at least 16 characters")
+	admins := []adminCredential{{[]byte(o.AdminToken), "admin"}}
+	for _, name := range slices.Sorted(maps.Keys(o.AdminTokens)) {
+		admins = append(admins, adminCredential{[]byte(o.AdminTokens[name]), name})
 	}
-	fp := sha256.Sum256([]byte(o.AdminToken))
-	return &Authenticator{keys: o.Keys, current: o.Current, maxTTL: o.MaxTTL, adminToken: []byte(o.AdminToken),
-		adminName: "admin:" + hex.EncodeToString(fp[:4]), now: time.Now, verified: newVerified()}, nil
+	seen := map[string]bool{}
+	for i, c := range admins {
+		if len(c.token) < 16 {
+			return nil, fmt.Errorf("admin token of %q must be at least 16 characters", c.name)
+		}
+		if seen[string(c.token)] {
+			return nil, fmt.Errorf("admin token of %q is another operator's too: one credential per operator", c.name)
+		}
+		seen[string(c.token)] = true
+		fp := sha256.Sum256(c.token)
+		admins[i].name = c.name + ":" + hex.EncodeToString(fp[:4])
+	}
+	return &Authenticator{keys: o.Keys, current: o.Current, maxTTL: o.MaxTTL, admins: admins,
+		now: time.Now, verified: newVerified()}, nil
 }
 
 // Mint returns a token for userID valid for ttl (at most the maximum lifetime).
@@ -152,11 +175,23 @@ func (a *Authenticator) key(t *jwt.Token) (any, error) {
 	return k, nil
 }
 
-// Admin reports whether token is the admin credential (constant time).
+// Admin reports whether token is an admin credential (constant time).
 func (a *Authenticator) Admin(token string) bool {
-	return subtle.ConstantTimeCompare([]byte(token), a.adminToken) == 1
+	_, ok := a.AdminOf(token)
+	return ok
 }
 
-// AdminName names the admin credential in audit logs (a fingerprint, never
-// the credential itself).
-func (a *Authenticator) AdminName() string { return a.adminName }
+// AdminOf names the admin credential token is ("<operator>:<fingerprint>",
+// never the credential itself). Every credential is compared, in constant
+// time, whichever matches.
+func (a *Authenticator) AdminOf(token string) (name string, ok bool) {
+	for _, c := range a.admins {
+		if subtle.ConstantTimeCompare([]byte(token), c.token) == 1 {
+			name, ok = c.name, true
+		}
+	}
+	return name, ok
+}
+
+// AdminName names the credential of Options.AdminToken in audit logs.
+func (a *Authenticator) AdminName() string { return a.admins[0].name }

@@ -217,3 +217,31 @@ func TestRefusesNonCanonicalSignature(t *testing.T) {
 		t.Fatalf("token with non-canonical signature bits accepted")
 	}
 }
+
+// Each operator has a credential of its own, named (never shown) in audits;
+// two operators cannot share one.
+func TestAdminPerOperator(t *testing.T) {
+	k := map[int][]byte{1: bytes.Repeat([]byte{7}, 32)}
+	a, err := New(Options{Keys: k, Current: 1, MaxTTL: time.Hour, AdminToken: "admin-token-123456",
+		AdminTokens: map[string]string{"alice": "alice-token-1234567", "bob": "bob-token-12345678"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tok, who := range map[string]string{"admin-token-123456": "admin:", "alice-token-1234567": "alice:", "bob-token-12345678": "bob:"} {
+		name, ok := a.AdminOf(tok)
+		if !ok || !strings.HasPrefix(name, who) || len(name) != len(who)+8 || strings.Contains(name, "token") {
+			t.Errorf("AdminOf(%s's token) = %q, %v; want %s<8 hex>", who, name, ok, who)
+		}
+	}
+	if name, ok := a.AdminOf("carol-token-123456"); ok || name != "" {
+		t.Errorf("an unknown token = %q, %v", name, ok)
+	}
+	if _, err := New(Options{Keys: k, Current: 1, MaxTTL: time.Hour, AdminToken: "admin-token-123456",
+		AdminTokens: map[string]string{"alice": "admin-token-123456"}}); err == nil {
+		t.Error("two operators sharing one credential accepted")
+	}
+	if _, err := New(Options{Keys: k, Current: 1, MaxTTL: time.Hour, AdminToken: "admin-token-123456",
+		AdminTokens: map[string]string{"alice": "short"}}); err == nil || !strings.Contains(err.Error(), "alice") {
+		t.Errorf("a short operator credential = %v, want a refusal naming alice", err)
+	}
+}

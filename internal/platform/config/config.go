@@ -105,6 +105,12 @@ type Config struct {
 	AuthMaxTTL time.Duration `env:"SECKILL_AUTH_MAX_TTL" envDefault:"24h"`
 	// AdminToken guards the admin endpoints (sale set-up, reconcile, repair).
 	AdminToken string `env:"SECKILL_ADMIN_TOKEN" envDefault:"dev-admin-token-change-me" secret:"dev"`
+	// AdminTokens are one admin credential per operator, "name:token,...";
+	// the audit line names the operator (docs/operations.md#secrets-and-their-rotation).
+	AdminTokens []string `env:"SECKILL_ADMIN_TOKENS" envSeparator:","`
+	// AdminAllow are the client addresses (CIDRs; behind SECKILL_TRUSTED_PROXIES
+	// the address they name) the admin endpoints answer; anyone else gets 403.
+	AdminAllow []string `env:"SECKILL_ADMIN_ALLOW" envDefault:"127.0.0.0/8,::1/128" envSeparator:","`
 
 	// SendDueDelay is how long after a reservation the send-due scanner may
 	// re-send it if the gateway has not confirmed its own send.
@@ -322,6 +328,13 @@ func (c Config) validateNetwork() error {
 	}
 	if _, err := c.TrustedProxyPrefixes(); err != nil {
 		return &FieldError{Var: "SECKILL_TRUSTED_PROXIES", Value: strings.Join(c.TrustedProxies, ","), Reason: err.Error()}
+	}
+	if p, err := c.AdminAllowPrefixes(); err != nil || len(p) == 0 {
+		reason := "must name at least one CIDR (0.0.0.0/0,::/0 for anyone)"
+		if err != nil {
+			reason = err.Error()
+		}
+		return &FieldError{Var: "SECKILL_ADMIN_ALLOW", Value: strings.Join(c.AdminAllow, ","), Reason: reason}
 	}
 	if err := c.validateRedis(); err != nil {
 		return err

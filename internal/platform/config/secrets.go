@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
@@ -30,6 +31,9 @@ func (c Config) validateSecrets() error {
 	if k, err := hex.DecodeString(c.PaysimSecret); err != nil || len(k) < 32 {
 		return &FieldError{Var: "SECKILL_PAYSIM_SECRET", Value: "<redacted>", Reason: "must be hex of at least 32 bytes"}
 	}
+	if _, err := c.AdminCredentials(); err != nil {
+		return err
+	}
 	if c.CallbackTolerance <= 0 || c.CallbackTolerance > time.Hour {
 		return &FieldError{Var: "SECKILL_CALLBACK_TOLERANCE", Value: c.CallbackTolerance.String(), Reason: "must be between 0 and 1h"}
 	}
@@ -44,9 +48,15 @@ const (
 
 // TrustedProxyPrefixes parses SECKILL_TRUSTED_PROXIES (a bare address is a
 // single-address prefix).
-func (c Config) TrustedProxyPrefixes() ([]netip.Prefix, error) {
+func (c Config) TrustedProxyPrefixes() ([]netip.Prefix, error) { return prefixes(c.TrustedProxies) }
+
+// AdminAllowPrefixes parses SECKILL_ADMIN_ALLOW.
+func (c Config) AdminAllowPrefixes() ([]netip.Prefix, error) { return prefixes(c.AdminAllow) }
+
+// prefixes parses a list of CIDRs and addresses.
+func prefixes(list []string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
-	for _, v := range c.TrustedProxies {
+	for _, v := range list {
 		v = strings.TrimSpace(v)
 		if v == "" {
 			continue
@@ -161,6 +171,9 @@ func (c Config) refuseUnsafe() error {
 	for _, f := range pc.Fallbacks {
 		plain = plain || f.TLSConfig == nil
 	}
+	if err := c.refuseWeakAdminTokens(); err != nil {
+		return err
+	}
 	if plain {
 		return &FieldError{Var: dsnVar, Value: "<redacted>",
 			Reason: "allows a plain-text connection: set sslmode=verify-full (or require, verify-ca)"}
@@ -180,6 +193,57 @@ func (c Config) refuseUnsafe() error {
 		}
 	}
 	return nil
+}
+
+// AdminCredentials parses SECKILL_ADMIN_TOKENS into operator → token.
+func (c Config) AdminCredentials() (map[string]string, error) {
+	const name = "SECKILL_ADMIN_TOKENS"
+	out := map[string]string{}
+	for _, pair := range c.AdminTokens {
+		op, tok, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		switch {
+		case !ok || !operatorName.MatchString(op):
+			return nil, &FieldError{Var: name, Value: "<redacted>", Reason: "each entry must be operator:token, the operator 1 to 32 of a-z 0-9 _ -"}
+		case op == "admin":
+			return nil, &FieldError{Var: name, Value: "<redacted>", Reason: `"admin" names SECKILL_ADMIN_TOKEN: pick another operator name`}
+		case out[op] != "":
+			return nil, &FieldError{Var: name, Value: "<redacted>", Reason: fmt.Sprintf("operator %q appears twice", op)}
+		}
+		out[op] = tok
+	}
+	return out, nil
+}
+
+var operatorName = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
+
+// refuseWeakAdminTokens fails, outside development, on an admin credential
+// that is not at least 32 random bytes in hex.
+func (c Config) refuseWeakAdminTokens() error {
+	ops, err := c.AdminCredentials()
+	if err != nil {
+		return err
+	}
+	toks := map[string]string{"SECKILL_ADMIN_TOKEN": c.AdminToken}
+	for op, tok := range ops {
+		toks["SECKILL_ADMIN_TOKENS ("+op+")"] = tok
+	}
+	for v, tok := range toks {
+		if randomBytes(tok) < 32 {
+			return &FieldError{Var: v, Value: "<redacted>",
+				Reason: "must be at least 32 random bytes in hex (openssl rand -hex 32)"}
+		}
+	}
+	return nil
+}
+
+// randomBytes is how many bytes tok encodes as hex (0 if it is not hex):
+// any long word decodes as base64, so only hex says "generated".
+func randomBytes(tok string) int {
+	b, err := hex.DecodeString(tok)
+	if err != nil {
+		return 0
+	}
+	return len(b)
 }
 
 // defaultOf is the envDefault of Config's field name.
