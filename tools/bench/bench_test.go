@@ -1,11 +1,7 @@
 package bench
 
 import (
-	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,49 +208,8 @@ func TestRatio(t *testing.T) {
 	}
 }
 
-func TestLoadRun(t *testing.T) {
-	var seen atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen.Add(1)
-		if r.Header.Get("Idempotency-Key") == "" || !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-		_, _ = w.Write([]byte(`{"code":"QUEUED"}`))
-	}))
-	defer srv.Close()
-	l := Load{Client: NewClient(4, 5*time.Second), Method: http.MethodPost, URL: srv.URL, Requests: 200, Concurrency: 4,
-		Header: func(i int, h http.Header) {
-			h["Authorization"] = []string{"Bearer t"}
-			h["Idempotency-Key"] = []string{"k"}
-		},
-		Expect: func(status int, body []byte) bool { return status == 202 && strings.Contains(string(body), "QUEUED") }}
-	res := l.Run(context.Background())
-	if res.Requests != 200 || res.Expected != 200 || res.Unexpected != 0 || res.Status[202] != 200 || len(res.Latencies) != 200 {
-		t.Fatalf("result = %+v", res)
-	}
-	if seen.Load() != 200 {
-		t.Fatalf("server saw %d requests", seen.Load())
-	}
-	if StatusText(res.Status) != "202×200" {
-		t.Fatalf("status text %q", StatusText(res.Status))
-	}
-}
-
-func TestLoadStopsOnUnexpectedAnswers(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte(`{"code":"UNAVAILABLE"}`))
-	}))
-	defer srv.Close()
-	l := Load{Client: NewClient(2, 5*time.Second), Method: http.MethodPost, URL: srv.URL, Requests: 10_000, Concurrency: 2,
-		Header: func(int, http.Header) {}, Expect: func(int, []byte) bool { return false }, MaxUnexpected: 10}
-	res := l.Run(context.Background())
-	if res.Stopped == "" || res.Requests >= 10_000 || res.Unexpected < 10 || res.Expected != 0 {
-		t.Fatalf("result = %+v", res)
-	}
-	if len(res.Samples) == 0 || !strings.Contains(res.Samples[0], "HTTP 503") {
-		t.Fatalf("samples = %q", res.Samples)
+func TestStatusText(t *testing.T) {
+	if got := StatusText(map[int]int{409: 3, 202: 200}); got != "202×200 409×3" {
+		t.Fatalf("status text %q", got)
 	}
 }

@@ -7,8 +7,8 @@
 // reservation hot path: the raw Redis cost of lua/reserve.lua driven by
 // redis-benchmark (reserve_raw.go, redisbench.go) against the gateway's HTTP
 // reserve endpoint (reserve_http.go) on in-process gateways
-// (reserve_gateway.go), driven by wrk in its own process with wrk.lua (wrk.go)
-// or by the in-process Go load generator (load.go); report.go is its report.
+// (reserve_gateway.go), driven by wrk in its own process with wrk.lua (wrk.go);
+// report.go is its report.
 //
 // `seckill-dev bench order` (RunOrder, order.go) measures the PostgreSQL order
 // transaction and what follows it, one file per leg: pgbench baseline and
