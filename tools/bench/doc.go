@@ -12,7 +12,7 @@
 //
 // `seckill-dev bench order` (RunOrder, order.go) measures the PostgreSQL order
 // transaction and what follows it, one file per leg: pgbench baseline and
-// replay (order_pgbench.go, pgbench.go), CreateOrder called directly
+// CreateOrder's one statement (order_pgbench.go, pgbench.go), CreateOrder called directly
 // (order_activity.go), the RocketMQ produce/consume leg (broker.go), sagas
 // from a backlog (saga.go) and, as their baseline, plain workflows of the
 // saga's shape (plain.go), on a scratch database (order_db.go);
