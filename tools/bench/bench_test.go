@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -131,30 +132,19 @@ func TestPercentiles(t *testing.T) {
 	}
 }
 
-func TestParseProcStatCPU(t *testing.T) {
-	busy, total, err := ParseProcStatCPU("cpu  88357 0 25975 256558 793 0 1371 145 0 0")
-	if err != nil {
-		t.Fatal(err)
+// The machine's and every process's CPU come from /proc (prometheus/procfs):
+// this process is there, under its own name, and the machine has run.
+func TestReadCPUFromProc(t *testing.T) {
+	busy, total, err := ReadMachineCPU()
+	if err != nil || busy <= 0 || total < busy {
+		t.Fatalf("busy %v total %v err %v", busy, total, err)
 	}
-	if total != 88357+25975+256558+793+1371+145 || busy != 88357+25975+1371+145 {
-		t.Fatalf("busy %d total %d", busy, total)
+	me, ok := ReadProcTicks()[os.Getpid()]
+	if !ok || me.Name != "bench.test" {
+		t.Fatalf("this process: %+v (found %v)", me, ok)
 	}
-	if _, _, err := ParseProcStatCPU("cpu0 1 2 3 4"); err == nil {
-		t.Fatal("per-CPU line accepted")
-	}
-}
-
-func TestParseProcPIDStat(t *testing.T) {
-	line := "26057 (java thread (x)) S 1 26057 26057 0 -1 4194560 1 0 0 0 3100 250 40 2 20 0 120 0 0 0"
-	comm, ticks, err := ParseProcPIDStat(line)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if comm != "java thread (x)" || ticks != 3350 {
-		t.Fatalf("comm %q ticks %d", comm, ticks)
-	}
-	if _, _, err := ParseProcPIDStat("garbage"); err == nil {
-		t.Fatal("garbage accepted")
+	if memTotalGiB() <= 0 {
+		t.Fatal("no MemTotal")
 	}
 }
 

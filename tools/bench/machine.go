@@ -8,9 +8,10 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 func (e *benchEnv) sample(ctx context.Context) (CPUSample, error) {
@@ -91,7 +92,7 @@ func machineBusy(ctx context.Context, d time.Duration) (float64, error) {
 	if err != nil || t1 == t0 {
 		return 0, errors.Join(err, errors.New("no CPU time passed"))
 	}
-	return 100 * float64(b1-b0) / float64(t1-t0), nil
+	return 100 * (b1 - b0) / (t1 - t0), nil
 }
 
 // snapshots mentions Redis persistence forks (AOF rewrite, RDB save) that
@@ -123,17 +124,15 @@ func startProfile(path string) (func(), error) {
 }
 
 func memTotalGiB() float64 {
-	raw, err := os.ReadFile("/proc/meminfo")
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / (1 << 20)
-		}
+	m, err := fs.Meminfo()
+	if err != nil || m.MemTotal == nil {
+		return 0
 	}
-	return 0
+	return float64(*m.MemTotal) / (1 << 20)
 }
 
 // waitForIdle waits up to d for the machine to be under 20% busy (shared
@@ -205,7 +204,7 @@ func sampleBusy(ctx context.Context, d time.Duration, threshold float64) (BusySa
 	}
 	p1, self1 := ReadProcTicks(), SelfCPU()
 	wall, ncpu := time.Since(s.At).Seconds(), float64(runtime.NumCPU())
-	s.MachinePct = 100 * float64(b1-b0) / float64(t1-t0)
+	s.MachinePct = 100 * (b1 - b0) / (t1 - t0)
 	s.OtherPct = max(0, s.MachinePct-100*(self1-self0)/(wall*ncpu))
 	delete(p0, os.Getpid())
 	delete(p1, os.Getpid())

@@ -1,16 +1,16 @@
 package bench
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Latency summarises latencies (client-side, request sent to answer read).
@@ -47,8 +47,8 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 // redis-server (INFO cpu) and this process (getrusage).
 type CPUSample struct {
 	At           time.Time
-	MachineBusy  uint64  // jiffies not idle/iowait, all CPUs
-	MachineTotal uint64  // all jiffies, all CPUs
+	MachineBusy  float64 // seconds not idle/iowait, all CPUs
+	MachineTotal float64 // all seconds, all CPUs
 	Redis        float64 // seconds, used_cpu_user + used_cpu_sys
 	// RedisForks is used_cpu_user_children + used_cpu_sys_children: the CPU
 	// of redis-server's finished forks (AOF rewrites, RDB saves).
@@ -79,43 +79,26 @@ func Use(a, b CPUSample, ncpu int, child time.Duration) CPUUse {
 	u := CPUUse{Wall: b.At.Sub(a.At), Redis: b.Redis - a.Redis, RedisForks: b.RedisForks - a.RedisForks,
 		Self: b.Self - a.Self, Child: child.Seconds()}
 	if dt := b.MachineTotal - a.MachineTotal; dt > 0 {
-		u.Machine = float64(b.MachineBusy-a.MachineBusy) / float64(dt) * float64(ncpu) * u.Wall.Seconds()
+		u.Machine = (b.MachineBusy - a.MachineBusy) / dt * float64(ncpu) * u.Wall.Seconds()
 	}
 	return u
 }
 
-// ReadMachineCPU reads the aggregate "cpu" line of /proc/stat.
-func ReadMachineCPU() (busy, total uint64, err error) {
-	f, err := os.Open("/proc/stat")
+// ReadMachineCPU reads the machine's CPU time, seconds of all CPUs, from
+// /proc/stat (prometheus/procfs): busy is all but idle and iowait (guest
+// time is already counted in user and nice).
+func ReadMachineCPU() (busy, total float64, err error) {
+	st, err := procfs.NewDefaultFS()
 	if err != nil {
 		return 0, 0, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if !sc.Scan() {
-		return 0, 0, errors.New("/proc/stat is empty")
+	stat, err := st.Stat()
+	if err != nil {
+		return 0, 0, err
 	}
-	return ParseProcStatCPU(sc.Text())
-}
-
-// ParseProcStatCPU parses "cpu  user nice system idle iowait irq softirq steal ...".
-func ParseProcStatCPU(line string) (busy, total uint64, err error) {
-	f := strings.Fields(line)
-	if len(f) < 5 || f[0] != "cpu" {
-		return 0, 0, fmt.Errorf("not a /proc/stat cpu line: %q", line)
-	}
-	// guest and guest_nice (fields 9, 10) are already counted in user and nice.
-	for i, s := range f[1:min(len(f), 9)] {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/stat field %d: %w", i+1, err)
-		}
-		total += v
-		if i != 3 && i != 4 { // idle, iowait
-			busy += v
-		}
-	}
-	return busy, total, nil
+	c := stat.CPUTotal
+	busy = c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
+	return busy, busy + c.Idle + c.Iowait, nil
 }
 
 // SelfCPU returns this process's user + system time in seconds.
