@@ -77,24 +77,6 @@ func topProcs(u CPUUse, d []ProcCPU, n int) []ProcCost {
 	return top
 }
 
-// machineBusy measures how busy the machine is (% of all CPUs) over d.
-func machineBusy(ctx context.Context, d time.Duration) (float64, error) {
-	b0, t0, err := ReadMachineCPU()
-	if err != nil {
-		return 0, err
-	}
-	select {
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-time.After(d):
-	}
-	b1, t1, err := ReadMachineCPU()
-	if err != nil || t1 == t0 {
-		return 0, errors.Join(err, errors.New("no CPU time passed"))
-	}
-	return 100 * (b1 - b0) / (t1 - t0), nil
-}
-
 // snapshots mentions Redis persistence forks (AOF rewrite, RDB save) that
 // ran during a case: they take CPU and slow the main thread (copy-on-write).
 func snapshots(n int64) string {
@@ -143,7 +125,8 @@ func waitForIdle(ctx context.Context, d time.Duration, progress func(string, ...
 	}
 	deadline := time.Now().Add(d)
 	for {
-		busy, err := machineBusy(ctx, 2*time.Second)
+		s, err := sampleBusy(ctx, 2*time.Second, 20)
+		busy := s.MachinePct
 		if err != nil || busy < 20 {
 			return
 		}
@@ -158,7 +141,8 @@ func waitForIdle(ctx context.Context, d time.Duration, progress func(string, ...
 // busyBefore measures how busy the machine is over a second before the run
 // (0 if it cannot tell).
 func busyBefore(ctx context.Context, cpus int, progress func(string, ...any)) float64 {
-	before, err := machineBusy(ctx, time.Second)
+	s, err := sampleBusy(ctx, time.Second, 100)
+	before := s.MachinePct
 	if err != nil {
 		return 0
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net"
 	"runtime"
 	"sync"
@@ -207,7 +208,7 @@ func orderTargets(cfg config.Config, o OrderOptions) error {
 
 // orderActivity is the order bench's activity: one hot SKU per leg.
 func orderActivity(o OrderOptions, now time.Time) sale.Activity {
-	activityID := int64(900_000_000_000_000_000) + randInt63n(99_999_999_999_999_999)
+	activityID := int64(900_000_000_000_000_000) + mrand.Int64N(99_999_999_999_999_999) // #nosec G404 -- non-cryptographic randomness: test traffic, never a secret
 	return sale.Activity{
 		ActivityID: activityID, Name: "seckill bench order " + now.Format(time.RFC3339),
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(3 * time.Hour),
@@ -258,7 +259,7 @@ func (e *orderEnv) runOn(ctx context.Context, dbName string) (*OrderReport, erro
 			o.Concurrency, o.Duration, o.Sagas, o.Starters, map[bool]string{true: " --skip-broker"}[o.SkipBroker],
 			map[bool]string{true: " --skip-plain"}[o.SkipPlain]),
 		Started: now, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), MemGiB: memTotalGiB(),
-		PGBenchVersion: commandVersion(ctx, e.pgbench), Database: dbName, ActivityID: activityID,
+		PGBenchVersion: toolVersion(ctx, e.pgbench), Database: dbName, ActivityID: activityID,
 		TaskQueue: e.cfg.TemporalTaskQueue, Concurrency: o.Concurrency, DurationS: o.Duration.Seconds(),
 	}
 	e.report = rep
@@ -388,17 +389,4 @@ func (e *orderEnv) sagaRatios() {
 		name = fmt.Sprintf("(c) drain time of a %d backlog (s), extrapolated from %d at %.1f/s", DrainBacklog, s.Sagas, s.SagasPS)
 	}
 	r.Ratios = append(r.Ratios, Ratio{Name: name, Value: drain, Op: "<=", Target: DrainTargetS, Met: drain <= DrainTargetS})
-}
-
-func randInt63n(n int64) int64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	v := int64(0)
-	for _, x := range b {
-		v = v<<8 | int64(x)
-	}
-	if v < 0 {
-		v = -(v + 1)
-	}
-	return v % n
 }

@@ -134,11 +134,11 @@ func (e *orderEnv) runPGBench(ctx context.Context, name, dir string, args PGBenc
 		child = []ProcCPU{{Name: "pgbench", Seconds: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}}
 	}
 	if runErr != nil {
-		return PGBenchResult{}, LegCPU{}, nil, fmt.Errorf("%s: %w: %s", name, runErr, outputTail(out.String(), 800))
+		return PGBenchResult{}, LegCPU{}, nil, fmt.Errorf("%s: %w: %s", name, runErr, tail(out.String(), 800))
 	}
 	res, err := ParsePGBench(out.String())
 	if err != nil {
-		return res, LegCPU{}, nil, fmt.Errorf("%s: %w: %s", name, err, outputTail(out.String(), 800))
+		return res, LegCPU{}, nil, fmt.Errorf("%s: %w: %s", name, err, tail(out.String(), 800))
 	}
 	return res, w.Stop(res.Processed, e.ncpu, benchSelf, child, orderPGPath), waits, nil
 }
@@ -187,22 +187,4 @@ func findPGBench(flag string) (string, error) {
 		return "", errors.New("pgbench not found on PATH or in /usr/lib/postgresql/*/bin: pass --pgbench")
 	}
 	return best, nil
-}
-
-// commandVersion is the first line of `path --version`.
-func commandVersion(ctx context.Context, path string) string {
-	vctx, c := context.WithTimeout(ctx, 5*time.Second)
-	defer c()
-	out, err := exec.CommandContext(vctx, path, "--version").Output()
-	if err != nil {
-		return filepath.Base(path) + " (version unknown)"
-	}
-	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
-}
-
-func outputTail(s string, n int) string {
-	if len(s) <= n {
-		return strings.TrimSpace(s)
-	}
-	return "..." + strings.TrimSpace(s[len(s)-n:])
 }

@@ -273,8 +273,8 @@ func (e *benchEnv) newReport(ctx context.Context, now time.Time, activityID int6
 	cmd := fmt.Sprintf("seckill bench reserve --requests %d --concurrency %d --warmup %d --topic %s --fixed-rate-duration %s",
 		o.Requests, o.Concurrency, o.Warmup, o.Topic, o.FixedRateDuration)
 	rep := &Report{Command: cmd, Started: now, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), MemGiB: memTotalGiB(),
-		RedisBenchmark: Version(ctx, e.rb.Path), ActivityID: activityID,
-		Requests: o.Requests, Concurrency: o.Concurrency, Warmup: o.Warmup, Wrk: wrkVersion(ctx, e.wrk)}
+		RedisBenchmark: toolVersion(ctx, e.rb.Path), ActivityID: activityID,
+		Requests: o.Requests, Concurrency: o.Concurrency, Warmup: o.Warmup, Wrk: toolVersion(ctx, e.wrk)}
 	return rep
 }
 

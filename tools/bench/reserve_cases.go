@@ -7,9 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
-	"strings"
-	"time"
 )
 
 // Names of the cases the ratios and `bench all` read.
@@ -113,15 +110,3 @@ func (e *benchEnv) noteOthers(ri, rs, hs *Case) {
 
 // pacedByWrk says how the fixed-rate case is paced.
 const pacedByWrk = "wrk's Lua delay() on a per-thread schedule"
-
-// wrkVersion is wrk's version line (wrk --version prints it and exits 1).
-func wrkVersion(ctx context.Context, path string) string {
-	vctx, c := context.WithTimeout(ctx, 5*time.Second)
-	defer c()
-	out, _ := exec.CommandContext(vctx, path, "--version").Output() // #nosec G204 -- the command and its arguments are this program's own (its binary, the stack script, the benchmark tools), not user input
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	if line == "" {
-		return "wrk (version unknown)"
-	}
-	return strings.TrimSpace(line)
-}
