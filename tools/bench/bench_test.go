@@ -167,20 +167,15 @@ func TestProcDelta(t *testing.T) {
 }
 
 func TestRedisInfoParsers(t *testing.T) {
-	cpu, forks, err := ParseRedisCPU("# CPU\r\nused_cpu_sys:12.5\r\nused_cpu_user:30.25\r\nused_cpu_sys_children:0.5\r\n" +
-		"used_cpu_user_children:1.25\r\nused_cpu_sys_main_thread:10.0\r\n")
+	cpu, forks, err := RedisCPU(map[string]string{"used_cpu_sys": "12.5", "used_cpu_user": "30.25", "used_cpu_sys_children": "0.5",
+		"used_cpu_user_children": "1.25", "used_cpu_sys_main_thread": "10.0"})
 	if err != nil || cpu != 42.75 || forks != 1.75 {
 		t.Fatalf("cpu %v forks %v err %v", cpu, forks, err)
 	}
-	if _, _, err := ParseRedisCPU("# CPU\r\n"); err == nil {
+	if _, _, err := RedisCPU(map[string]string{}); err == nil {
 		t.Fatal("missing fields accepted")
 	}
-	info := "# Commandstats\r\ncmdstat_evalsha:calls=200004,usec=1,usec_per_call=5.0,rejected_calls=1,failed_calls=2\r\n" +
-		"cmdstat_eval:calls=9,usec=1,usec_per_call=1,rejected_calls=0,failed_calls=0\r\n"
-	if n := InfoInt("# Persistence\r\naof_rewrites:48\r\n", "aof_rewrites"); n != 48 {
-		t.Fatalf("aof_rewrites = %d", n)
-	}
-	calls, failed := ParseCommandStat(info, "evalsha")
+	calls, failed := CommandStat("calls=200004,usec=1,usec_per_call=5.0,rejected_calls=1,failed_calls=2")
 	if calls != 200004 || failed != 3 {
 		t.Fatalf("calls %d failed %d", calls, failed)
 	}

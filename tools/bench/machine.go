@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,12 +26,14 @@ func (e *benchEnv) sample(ctx context.Context) (CPUSample, error) {
 		return s, err
 	}
 	s.MachineBusy, s.MachineTotal = busy, total
-	info, err := e.rdb.Info(ctx, "cpu", "persistence").Result()
+	info, err := e.rdb.InfoMap(ctx, "cpu", "persistence").Result()
 	if err != nil {
 		return s, fmt.Errorf("redis INFO cpu persistence: %w", err)
 	}
-	s.AOFRewrites = InfoInt(info, "aof_rewrites") + InfoInt(info, "rdb_saves")
-	s.Redis, s.RedisForks, err = ParseRedisCPU(info)
+	rewrites, _ := strconv.ParseInt(info["Persistence"]["aof_rewrites"], 10, 64)
+	saves, _ := strconv.ParseInt(info["Persistence"]["rdb_saves"], 10, 64)
+	s.AOFRewrites = rewrites + saves
+	s.Redis, s.RedisForks, err = RedisCPU(info["CPU"])
 	return s, err
 }
 

@@ -89,10 +89,10 @@ func collisionAllowance(n int) int64 {
 }
 
 func (e *benchEnv) evalshaStats(ctx context.Context) (calls, failed int64, err error) {
-	info, err := e.rdb.Info(ctx, "commandstats").Result()
+	info, err := e.rdb.InfoMap(ctx, "commandstats").Result()
 	if err != nil {
 		return 0, 0, fmt.Errorf("redis INFO commandstats: %w", err)
 	}
-	calls, failed = ParseCommandStat(info, "evalsha")
+	calls, failed = CommandStat(info["Commandstats"]["cmdstat_evalsha"])
 	return calls, failed, nil
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -110,69 +109,39 @@ func SelfCPU() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
-// ParseRedisCPU reads used_cpu_user + used_cpu_sys (the server) and
+// RedisCPU reads used_cpu_user + used_cpu_sys (the server) and
 // used_cpu_user_children + used_cpu_sys_children (its finished forks) from
-// INFO cpu text.
-func ParseRedisCPU(info string) (server, forks float64, err error) {
-	found := 0
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok {
-			continue
-		}
-		var dst *float64
-		switch k {
-		case "used_cpu_user", "used_cpu_sys":
-			dst = &server
-			found++
-		case "used_cpu_user_children", "used_cpu_sys_children":
-			dst = &forks
-		default:
+// the INFO cpu section (go-redis's InfoMap parses INFO).
+func RedisCPU(cpu map[string]string) (server, forks float64, err error) {
+	var sums [2]float64
+	for i, k := range []string{"used_cpu_user", "used_cpu_sys", "used_cpu_user_children", "used_cpu_sys_children"} {
+		v, ok := cpu[k]
+		if !ok && i < 2 {
+			return 0, 0, fmt.Errorf("INFO cpu lacks %s", k)
+		} else if !ok {
 			continue
 		}
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			return 0, 0, fmt.Errorf("INFO cpu %s: %w", k, err)
 		}
-		*dst += f
+		sums[i/2] += f
 	}
-	if found != 2 {
-		return 0, 0, errors.New("INFO cpu lacks used_cpu_user/used_cpu_sys")
-	}
-	return server, forks, nil
+	return sums[0], sums[1], nil
 }
 
-// ParseCommandStat reads calls and failed_calls of one command from INFO
-// commandstats text (e.g. cmd "evalsha").
-func ParseCommandStat(info, cmd string) (calls, failed int64) {
-	prefix := "cmdstat_" + cmd + ":"
-	for _, line := range strings.Split(info, "\n") {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		for _, kv := range strings.Split(strings.TrimPrefix(line, prefix), ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				calls = n
-			case "failed_calls", "rejected_calls":
-				failed += n
-			}
+// CommandStat reads calls and failed (failed_calls + rejected_calls) from
+// one INFO commandstats value ("calls=…,usec=…,rejected_calls=…,failed_calls=…").
+func CommandStat(v string) (calls, failed int64) {
+	for _, kv := range strings.Split(v, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "calls":
+			calls = n
+		case "failed_calls", "rejected_calls":
+			failed += n
 		}
 	}
 	return calls, failed
-}
-
-// InfoInt reads one integer field of INFO text (0 if absent).
-func InfoInt(info, key string) int64 {
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && k == key {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	return 0
 }
