@@ -71,7 +71,7 @@ func TopProcs(d []ProcCPU, n, k int) []ProcCost {
 // the machine was.
 type CPUCost struct {
 	RedisUS       float64 `json:"redis_server_us_per_req"`
-	ClientUS      float64 `json:"client_us_per_req"`        // redis-benchmark, or the gateway and its load generator
+	ClientUS      float64 `json:"client_us_per_req"`        // redis-benchmark, or the gateway and wrk
 	SelfUS        float64 `json:"bench_process_us_per_req"` // this process: the gateway
 	ChildUS       float64 `json:"child_us_per_req"`         // redis-benchmark or wrk
 	RestUS        float64 `json:"rest_us_per_req"`          // every other process and the kernel (RocketMQ broker, ...)
