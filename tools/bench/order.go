@@ -346,28 +346,9 @@ func (e *orderEnv) ratios() {
 			r.Broker.ConsumePS, r.Sagas.SagasPS))
 	}
 	e.sagaRatios()
-	type offPath struct {
-		name string
-		pct  float64
-	}
-	var legs []offPath
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.CreateOrder} {
-		if l != nil {
-			legs = append(legs, offPath{l.Name, l.CPU.OffPathPct})
-		}
-	}
-	if r.Broker != nil {
-		legs = append(legs, offPath{"broker: produce", r.Broker.Produce.OffPathPct}, offPath{"broker: consume", r.Broker.Consume.OffPathPct})
-	}
-	if r.Sagas != nil && r.Sagas.DrainS > 0 {
-		legs = append(legs, offPath{"(c) sagas", r.Sagas.CPU.OffPathPct})
-	}
-	if r.Plain != nil && r.Plain.DrainS > 0 {
-		legs = append(legs, offPath{"(d) plain workflows", r.Plain.CPU.OffPathPct})
-	}
-	for _, l := range legs {
-		if l.pct >= 10 {
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: off-path work used %.0f%% of the machine during the leg; its figures are understated", l.name, l.pct))
+	for _, l := range r.cpuLegs() {
+		if l.c.OffPathPct >= 10 {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: off-path work used %.0f%% of the machine during the leg; its figures are understated", l.name, l.c.OffPathPct))
 		}
 	}
 }
