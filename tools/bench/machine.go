@@ -62,6 +62,19 @@ func otherWork(u CPUUse, d []ProcCPU, ncpu int) float64 {
 	return 100 * max(0, u.Machine-participants) / (u.Wall.Seconds() * float64(ncpu))
 }
 
+// account sets the case's CPU figures between s0 and s1 over n requests;
+// child is the load generator's process (redis-benchmark, wrk), gone by s1.
+func (c *Case) account(s0, s1 CPUSample, ncpu, n int, child string, childCPU time.Duration) {
+	use, procs := Use(s0, s1, ncpu, childCPU), ProcDelta(s0.Procs, s1.Procs)
+	if childCPU > 0 {
+		procs = withChild(procs, child, childCPU)
+	}
+	c.CPU = Cost(use, n, ncpu)
+	c.TopProcesses = topProcs(use, procs, n)
+	c.OtherWorkPct = otherWork(use, procs, ncpu)
+	c.RedisSnapshots = s1.AOFRewrites - s0.AOFRewrites
+}
+
 // topProcs lists the 5 busiest processes and, last, the machine time no
 // listed-or-not process accounts for (processes that started and ended
 // within the case, e.g. a compiler run by someone else, and kernel work).

@@ -226,16 +226,8 @@ func (e *benchEnv) httpResult(hc *httpCase, lr driven, before, after httpCounts)
 		ElapsedS: lr.Elapsed.Seconds(), Reservations: reserved,
 		P50MS: MS(lr.lat.P50), P90MS: MS(lr.p90), P99MS: MS(lr.lat.P99), MaxMS: MS(lr.lat.Max), LatencyMeasured: true,
 	}
-	s0, s1 := before.sample, after.sample
-	use, procs := Use(s0, s1, e.ncpu, lr.loadgenCPU), ProcDelta(s0.Procs, s1.Procs)
-	if lr.loadgenCPU > 0 {
-		procs = withChild(procs, "wrk", lr.loadgenCPU)
-	}
-	c.CPU = Cost(use, lr.Requests, e.ncpu)
+	c.account(before.sample, after.sample, e.ncpu, lr.Requests, "wrk", lr.loadgenCPU)
 	c.GatewayUS = c.CPU.SelfUS
-	c.TopProcesses = topProcs(use, procs, lr.Requests)
-	c.OtherWorkPct = otherWork(use, procs, e.ncpu)
-	c.RedisSnapshots = s1.AOFRewrites - s0.AOFRewrites
 	if lr.Elapsed > 0 {
 		c.RPS = float64(lr.Requests) / lr.Elapsed.Seconds()
 		c.ReservationsPS = float64(reserved) / lr.Elapsed.Seconds()
