@@ -225,7 +225,7 @@ func (e *benchEnv) runOn(ctx context.Context, cfg config.Config, conns *app.Conn
 	activityID := act.ActivityID
 	progress("activity %d: setting up SKUs %d (raw in-stock, stock %d), %d (HTTP in-stock, stock %d), %d (sold out)%s",
 		activityID, benchSKURaw, act.SKUs[0].Stock, benchSKUHTTP, act.SKUs[1].Stock, benchSKUSoldOut,
-		map[bool]string{true: " and 5 (fixed rate)"}[len(act.SKUs) > 3])
+		map[bool]string{true: fmt.Sprintf(" and %d (fixed rate)", benchSKUFixed)}[len(act.SKUs) > 3])
 	if _, err := sale.Setup(ctx, pool, rdb, act); err != nil {
 		return nil, fmt.Errorf("set up bench activity: %w", err)
 	}
