@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -196,5 +197,22 @@ func TestRatio(t *testing.T) {
 func TestStatusText(t *testing.T) {
 	if got := StatusText(map[int]int{409: 3, 202: 200}); got != "202×200 409×3" {
 		t.Fatalf("status text %q", got)
+	}
+}
+
+// The benches load only this machine: every store and broker address, and
+// any other the bench names, must be a loopback one.
+func TestLoopbackGuard(t *testing.T) {
+	cfg := config.Config{RedisAddr: "127.0.0.1:56379", RocketMQNameServers: []string{"127.0.0.1:9876"}}
+	if err := loopbackAll(cfg, "SECKILL_TEMPORAL_ADDR", "localhost:7233"); err != nil {
+		t.Fatal(err)
+	}
+	cfg.RocketMQNameServers = append(cfg.RocketMQNameServers, "10.0.0.5:9876")
+	if err := loopbackAll(cfg); err == nil || !strings.Contains(err.Error(), "SECKILL_ROCKETMQ_NAMESRV") {
+		t.Fatalf("a remote name server: %v", err)
+	}
+	cfg.RocketMQNameServers = cfg.RocketMQNameServers[:1]
+	if err := loopbackAll(cfg, "--broker-addr", "192.168.1.2:10911"); err == nil || !strings.Contains(err.Error(), "--broker-addr") {
+		t.Fatalf("a remote broker: %v", err)
 	}
 }

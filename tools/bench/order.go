@@ -185,25 +185,11 @@ func orderTargets(cfg config.Config, o OrderOptions) error {
 	if err != nil {
 		return fmt.Errorf("SECKILL_PG_DSN: %w", err)
 	}
-	if _, _, err := loopbackAddr("SECKILL_PG_DSN", net.JoinHostPort(pgc.Host, fmt.Sprint(pgc.Port))); err != nil {
-		return err
-	}
 	if err := singleRedis(cfg); err != nil {
 		return err
 	}
-	if _, _, err := loopbackAddr("SECKILL_REDIS_ADDR", cfg.RedisAddr); err != nil {
-		return err
-	}
-	if _, _, err := loopbackAddr("SECKILL_TEMPORAL_ADDR", cfg.TemporalAddress); err != nil {
-		return err
-	}
-	for _, ns := range cfg.RocketMQNameServers {
-		if _, _, err := loopbackAddr("SECKILL_ROCKETMQ_NAMESRV", ns); err != nil {
-			return err
-		}
-	}
-	_, _, err = loopbackAddr("--broker-addr", o.BrokerAddr)
-	return err
+	return loopbackAll(cfg, "SECKILL_PG_DSN", net.JoinHostPort(pgc.Host, fmt.Sprint(pgc.Port)),
+		"SECKILL_TEMPORAL_ADDR", cfg.TemporalAddress, "--broker-addr", o.BrokerAddr)
 }
 
 // orderActivity is the order bench's activity: one hot SKU per leg.

@@ -172,15 +172,10 @@ func reserveTargets(sys config.Config, o ReserveOptions) (RedisBenchmark, error)
 	if err := singleRedis(sys); err != nil {
 		return RedisBenchmark{}, err
 	}
-	redisHost, redisPort, err := loopbackAddr("SECKILL_REDIS_ADDR", sys.RedisAddr)
-	if err != nil {
+	if err := loopbackAll(sys); err != nil {
 		return RedisBenchmark{}, err
 	}
-	for _, ns := range sys.RocketMQNameServers {
-		if _, _, err := loopbackAddr("SECKILL_ROCKETMQ_NAMESRV", ns); err != nil {
-			return RedisBenchmark{}, err
-		}
-	}
+	redisHost, redisPort, _ := loopbackAddr("SECKILL_REDIS_ADDR", sys.RedisAddr)
 	return RedisBenchmark{Path: rbPath, Host: redisHost, Port: redisPort, Clients: o.Concurrency,
 		Requests: o.Requests, KeySpace: MaxKeySpace}, nil
 }
