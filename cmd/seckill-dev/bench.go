@@ -34,8 +34,7 @@ sold-out SKU, then measures in one run:
   HTTP in-stock / sold-out          an in-process gateway composed like "seckill api"
                                     (app/: real Reserver, Redis, RocketMQ producer) on a
                                     free 127.0.0.1 port, driven by C keep-alive connections
-                                    of wrk (its own process, tools/bench/wrk.lua) or of the
-                                    in-process Go load generator (--loadgen), N requests,
+                                    of wrk (its own process, tools/bench/wrk.lua), N requests,
                                     each a distinct user with its own token and
                                     Idempotency-Key; the rate limits on (set too high to
                                     trip, so every request is counted)
@@ -44,8 +43,8 @@ sold-out SKU, then measures in one run:
   HTTP in-stock @ half peak         HTTP in-stock once more, paced at half the in-stock rate
                                     just measured, for --fixed-rate-duration: p99 < 5 ms?
 
-and prints requests/s, reservations/s, p50/p90/p99 latency, CPU per request (with wrk
-the gateway's alone) and the HTTP/raw ratios against the targets (in-stock >= 0.60,
+and prints requests/s, reservations/s, p50/p90/p99 latency, CPU per request (the
+gateway's alone) and the HTTP/raw ratios against the targets (in-stock >= 0.60,
 sold-out > 1). In-stock
 HTTP reservations send real ORDER_CREATE_REQUESTED messages, by default to the
 topic seckill_bench_create that no saga starter reads (--topic). At the end the
@@ -61,11 +60,10 @@ Progress goes to stderr; the report to stdout (--json for machine-readable).`,
 	f.BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	f.StringVar(&o.RedisBenchmark, "redis-benchmark", "redis-benchmark", "redis-benchmark executable")
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "bound on the whole run (clean-up has its own 2 minutes)")
-	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write CPU profiles of the HTTP cases to PREFIX-http-in-stock.pprof, PREFIX-http-sold-out.pprof and PREFIX-http-sold-out-no-limits.pprof (samples labelled role=gateway|loadgen)")
+	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write CPU profiles of the HTTP cases to PREFIX-http-in-stock.pprof, PREFIX-http-sold-out.pprof and PREFIX-http-sold-out-no-limits.pprof (samples labelled role=gateway)")
 	f.BoolVar(&o.Keep, "keep", false, "keep the bench activity's Redis keys and PostgreSQL rows")
 	f.StringVar(&o.Topic, "topic", bench.Topic, "RocketMQ topic the in-process gateway sends ORDER_CREATE_REQUESTED to (seckill_order_create feeds the saga starter)")
 	f.DurationVar(&o.WaitIdle, "wait-idle", 0, "before starting, wait up to this long for the machine to be under 20% busy (shared machines)")
-	f.StringVar(&o.Loadgen, "loadgen", "", "load generator of the HTTP cases: wrk (its own process), go (in this process) or both (default: wrk when it is on PATH, else go)")
 	f.StringVar(&o.Wrk, "wrk", "wrk", "wrk executable")
 	f.DurationVar(&o.FixedRateDuration, "fixed-rate-duration", 20*time.Second, "length of the fixed-rate case (HTTP in-stock paced at half the peak in-stock rate, for its p99); 0 skips it")
 	return cmd

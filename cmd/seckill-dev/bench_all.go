@@ -16,7 +16,7 @@ func newBenchAllCmd() *cobra.Command {
 		Use:   "all",
 		Short: "Every leg of `bench reserve` and `bench order` (sagas and plain workflows too) in one run, one table",
 		Long: `Runs, in sequence on the local stack, the legs of "seckill bench reserve" (raw EVALSHA,
-HTTP in-stock and sold-out driven by wrk and/or the Go load generator, the fixed-rate case at
+HTTP in-stock and sold-out driven by wrk, the fixed-rate case at
 half the peak) and of "seckill bench order" (pgbench, CreateOrder, the broker, (c) sagas from a
 backlog and (d) as many plain Temporal workflows of the saga's shape), and prints one table:
 leg, this project, the baseline measured in the same run, ratio, target, met.
@@ -34,7 +34,6 @@ A default run takes about 6 minutes. Progress goes to stderr, the table to stdou
 	f.IntVar(&r.Requests, "requests", 100_000, "reserve: requests per measured case")
 	f.IntVar(&r.Concurrency, "concurrency", 50, "reserve: concurrent clients (redis-benchmark -c, HTTP connections)")
 	f.IntVar(&r.Warmup, "warmup", 2000, "reserve: unmeasured HTTP requests before each HTTP case")
-	f.StringVar(&r.Loadgen, "loadgen", "", "reserve: wrk, go or both (default: wrk when it is on PATH, else go)")
 	f.StringVar(&r.Wrk, "wrk", "wrk", "wrk executable")
 	f.DurationVar(&r.FixedRateDuration, "fixed-rate-duration", 20*time.Second, "reserve: length of the fixed-rate case at half the peak (0 skips it)")
 	f.StringVar(&r.Topic, "topic", bench.Topic, "reserve: RocketMQ topic of the in-process gateway")

@@ -20,8 +20,9 @@ activity, and measures in one run:
                      statements of the baseline (inbox INSERT ON CONFLICT, conditional stock
                      UPDATE, order INSERT ON CONFLICT, outbox INSERT) on one hot SKU
   (a') replay        the same pgbench run with a script replaying CreateOrder's one statement
-                     (its call of seckill_create_order), recorded from one real CreateOrder on
-                     the leg's SKU (reference: the transaction without the Go client)
+                     (its call of seckill_create_order, a one-line script with fresh ids per
+                     transaction) on a SKU of its own (reference: the transaction without the
+                     Go client)
   (b) CreateOrder    activities.Activities.CreateOrder called directly (no Temporal) by C
                      goroutines for D on distinct pre-built ORDER_CREATE_REQUESTED messages,
                      another hot SKU

@@ -153,13 +153,9 @@ func prefixed(p string, ss []string) []string {
 // command is the command line the options amount to.
 func (o AllOptions) command() string {
 	r, d := o.Reserve, o.Order
-	gen := r.Loadgen
-	if gen == "" {
-		gen = "auto"
-	}
-	s := fmt.Sprintf("seckill bench all --requests %d --concurrency %d --warmup %d --loadgen %s --fixed-rate-duration %s"+
+	s := fmt.Sprintf("seckill bench all --requests %d --concurrency %d --warmup %d --fixed-rate-duration %s"+
 		" --order-concurrency %d --duration %s --sagas %d --starters %d --max-busy %.0f",
-		r.Requests, r.Concurrency, r.Warmup, gen, r.FixedRateDuration, d.Concurrency, d.Duration, d.Sagas, d.Starters, o.MaxBusyPct)
+		r.Requests, r.Concurrency, r.Warmup, r.FixedRateDuration, d.Concurrency, d.Duration, d.Sagas, d.Starters, o.MaxBusyPct)
 	if d.SkipBroker {
 		s += " --skip-broker"
 	}

@@ -75,33 +75,27 @@ func ratioRow(leg, unit string, project float64, baseName string, base float64, 
 func reserveRows(r *Report) []AllRow {
 	var rows []AllRow
 	ri, rs := r.Case(caseRawInStock), r.Case(caseRawSoldOut)
-	for i, gen := range r.Loadgens {
-		suffix := ""
-		if i > 0 {
-			suffix = " [" + gen + "]"
+	if hi := r.Case(caseHTTPInStock); hi != nil && ri != nil {
+		rows = append(rows, noisy(ratioRow("HTTP in-stock, wrk (reservations/s)", "/s", hi.ReservationsPS,
+			"raw EVALSHA in-stock", ri.ReservationsPS, ">=", 0.60), hi.OtherWorkPct, ri.OtherWorkPct))
+		if hi.GatewayUS > 0 {
+			rows = append(rows, noisy(AllRow{Leg: "gateway CPU per reservation, driven by wrk (µs)", Unit: "µs", Project: hi.GatewayUS,
+				BaselineName: "raw EVALSHA in-stock, whole machine", Baseline: ri.CPU.MachineUS, Ratio: hi.GatewayUS / ri.CPU.MachineUS},
+				hi.OtherWorkPct, ri.OtherWorkPct))
 		}
-		if hi := r.Case(caseHTTPInStock + suffix); hi != nil && ri != nil {
-			rows = append(rows, noisy(ratioRow("HTTP in-stock, "+gen+" (reservations/s)", "/s", hi.ReservationsPS,
-				"raw EVALSHA in-stock", ri.ReservationsPS, ">=", 0.60), hi.OtherWorkPct, ri.OtherWorkPct))
-			if hi.GatewayUS > 0 {
-				rows = append(rows, noisy(AllRow{Leg: "gateway CPU per reservation, driven by wrk (µs)", Unit: "µs", Project: hi.GatewayUS,
-					BaselineName: "raw EVALSHA in-stock, whole machine", Baseline: ri.CPU.MachineUS, Ratio: hi.GatewayUS / ri.CPU.MachineUS},
-					hi.OtherWorkPct, ri.OtherWorkPct))
-			}
-		}
-		if hs := r.Case(caseHTTPSoldOut + suffix); hs != nil && rs != nil {
-			rows = append(rows, noisy(ratioRow("HTTP sold-out, "+gen+" (requests/s)", "/s", hs.RPS, "raw EVALSHA sold-out", rs.RPS, ">", 1.0),
-				hs.OtherWorkPct, rs.OtherWorkPct))
-			if off := r.Case(caseNoLimits + suffix); off != nil {
-				rows = append(rows, noisy(ratioRow("HTTP sold-out with rate limits, "+gen+" (requests/s)", "/s", hs.RPS, "the same without limits", off.RPS, "", 0),
-					hs.OtherWorkPct, off.OtherWorkPct))
-			}
+	}
+	if hs := r.Case(caseHTTPSoldOut); hs != nil && rs != nil {
+		rows = append(rows, noisy(ratioRow("HTTP sold-out, wrk (requests/s)", "/s", hs.RPS, "raw EVALSHA sold-out", rs.RPS, ">", 1.0),
+			hs.OtherWorkPct, rs.OtherWorkPct))
+		if off := r.Case(caseNoLimits); off != nil {
+			rows = append(rows, noisy(ratioRow("HTTP sold-out with rate limits, wrk (requests/s)", "/s", hs.RPS, "the same without limits", off.RPS, "", 0),
+				hs.OtherWorkPct, off.OtherWorkPct))
 		}
 	}
 	if f := r.Case(caseFixedRate); f != nil {
 		row := AllRow{Leg: fmt.Sprintf("HTTP in-stock p99 at half peak (%.0f/s, %s; ms)", f.TargetRPS, f.Loadgen), Unit: "ms", Project: f.P99MS,
 			Target: fmt.Sprintf("< %.0f", FixedRateP99TargetMS), Met: met(f.P99MS > 0 && f.P99MS < FixedRateP99TargetMS),
-			Note: fmt.Sprintf("p50 %.2f ms, p90 %.2f ms; paced by %s", f.P50MS, f.P90MS, pacedBy(f.Loadgen))}
+			Note: fmt.Sprintf("p50 %.2f ms, p90 %.2f ms; paced by %s", f.P50MS, f.P90MS, pacedByWrk)}
 		if ri != nil {
 			row.BaselineName, row.Baseline = "raw EVALSHA in-stock p99 (closed loop)", ri.P99MS
 			row.Ratio = f.P99MS / ri.P99MS

@@ -1,14 +1,12 @@
 package bench
 
 import (
-	"context"
-	"net/http"
-	"net/http/httptest"
+	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -135,30 +133,19 @@ func TestPercentiles(t *testing.T) {
 	}
 }
 
-func TestParseProcStatCPU(t *testing.T) {
-	busy, total, err := ParseProcStatCPU("cpu  88357 0 25975 256558 793 0 1371 145 0 0")
-	if err != nil {
-		t.Fatal(err)
+// The machine's and every process's CPU come from /proc (prometheus/procfs):
+// this process is there, under its own name, and the machine has run.
+func TestReadCPUFromProc(t *testing.T) {
+	busy, total, err := ReadMachineCPU()
+	if err != nil || busy <= 0 || total < busy {
+		t.Fatalf("busy %v total %v err %v", busy, total, err)
 	}
-	if total != 88357+25975+256558+793+1371+145 || busy != 88357+25975+1371+145 {
-		t.Fatalf("busy %d total %d", busy, total)
+	me, ok := ReadProcTicks()[os.Getpid()]
+	if !ok || me.Name != "bench.test" {
+		t.Fatalf("this process: %+v (found %v)", me, ok)
 	}
-	if _, _, err := ParseProcStatCPU("cpu0 1 2 3 4"); err == nil {
-		t.Fatal("per-CPU line accepted")
-	}
-}
-
-func TestParseProcPIDStat(t *testing.T) {
-	line := "26057 (java thread (x)) S 1 26057 26057 0 -1 4194560 1 0 0 0 3100 250 40 2 20 0 120 0 0 0"
-	comm, ticks, err := ParseProcPIDStat(line)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if comm != "java thread (x)" || ticks != 3350 {
-		t.Fatalf("comm %q ticks %d", comm, ticks)
-	}
-	if _, _, err := ParseProcPIDStat("garbage"); err == nil {
-		t.Fatal("garbage accepted")
+	if memTotalGiB() <= 0 {
+		t.Fatal("no MemTotal")
 	}
 }
 
@@ -181,20 +168,15 @@ func TestProcDelta(t *testing.T) {
 }
 
 func TestRedisInfoParsers(t *testing.T) {
-	cpu, forks, err := ParseRedisCPU("# CPU\r\nused_cpu_sys:12.5\r\nused_cpu_user:30.25\r\nused_cpu_sys_children:0.5\r\n" +
-		"used_cpu_user_children:1.25\r\nused_cpu_sys_main_thread:10.0\r\n")
+	cpu, forks, err := RedisCPU(map[string]string{"used_cpu_sys": "12.5", "used_cpu_user": "30.25", "used_cpu_sys_children": "0.5",
+		"used_cpu_user_children": "1.25", "used_cpu_sys_main_thread": "10.0"})
 	if err != nil || cpu != 42.75 || forks != 1.75 {
 		t.Fatalf("cpu %v forks %v err %v", cpu, forks, err)
 	}
-	if _, _, err := ParseRedisCPU("# CPU\r\n"); err == nil {
+	if _, _, err := RedisCPU(map[string]string{}); err == nil {
 		t.Fatal("missing fields accepted")
 	}
-	info := "# Commandstats\r\ncmdstat_evalsha:calls=200004,usec=1,usec_per_call=5.0,rejected_calls=1,failed_calls=2\r\n" +
-		"cmdstat_eval:calls=9,usec=1,usec_per_call=1,rejected_calls=0,failed_calls=0\r\n"
-	if n := InfoInt("# Persistence\r\naof_rewrites:48\r\n", "aof_rewrites"); n != 48 {
-		t.Fatalf("aof_rewrites = %d", n)
-	}
-	calls, failed := ParseCommandStat(info, "evalsha")
+	calls, failed := CommandStat("calls=200004,usec=1,usec_per_call=5.0,rejected_calls=1,failed_calls=2")
 	if calls != 200004 || failed != 3 {
 		t.Fatalf("calls %d failed %d", calls, failed)
 	}
@@ -212,49 +194,25 @@ func TestRatio(t *testing.T) {
 	}
 }
 
-func TestLoadRun(t *testing.T) {
-	var seen atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen.Add(1)
-		if r.Header.Get("Idempotency-Key") == "" || !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-		_, _ = w.Write([]byte(`{"code":"QUEUED"}`))
-	}))
-	defer srv.Close()
-	l := Load{Client: NewClient(4, 5*time.Second), Method: http.MethodPost, URL: srv.URL, Requests: 200, Concurrency: 4,
-		Header: func(i int, h http.Header) {
-			h["Authorization"] = []string{"Bearer t"}
-			h["Idempotency-Key"] = []string{"k"}
-		},
-		Expect: func(status int, body []byte) bool { return status == 202 && strings.Contains(string(body), "QUEUED") }}
-	res := l.Run(context.Background())
-	if res.Requests != 200 || res.Expected != 200 || res.Unexpected != 0 || res.Status[202] != 200 || len(res.Latencies) != 200 {
-		t.Fatalf("result = %+v", res)
-	}
-	if seen.Load() != 200 {
-		t.Fatalf("server saw %d requests", seen.Load())
-	}
-	if StatusText(res.Status) != "202×200" {
-		t.Fatalf("status text %q", StatusText(res.Status))
+func TestStatusText(t *testing.T) {
+	if got := StatusText(map[int]int{409: 3, 202: 200}); got != "202×200 409×3" {
+		t.Fatalf("status text %q", got)
 	}
 }
 
-func TestLoadStopsOnUnexpectedAnswers(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte(`{"code":"UNAVAILABLE"}`))
-	}))
-	defer srv.Close()
-	l := Load{Client: NewClient(2, 5*time.Second), Method: http.MethodPost, URL: srv.URL, Requests: 10_000, Concurrency: 2,
-		Header: func(int, http.Header) {}, Expect: func(int, []byte) bool { return false }, MaxUnexpected: 10}
-	res := l.Run(context.Background())
-	if res.Stopped == "" || res.Requests >= 10_000 || res.Unexpected < 10 || res.Expected != 0 {
-		t.Fatalf("result = %+v", res)
+// The benches load only this machine: every store and broker address, and
+// any other the bench names, must be a loopback one.
+func TestLoopbackGuard(t *testing.T) {
+	cfg := config.Config{RedisAddr: "127.0.0.1:56379", RocketMQNameServers: []string{"127.0.0.1:9876"}}
+	if err := loopbackAll(cfg, "SECKILL_TEMPORAL_ADDR", "localhost:7233"); err != nil {
+		t.Fatal(err)
 	}
-	if len(res.Samples) == 0 || !strings.Contains(res.Samples[0], "HTTP 503") {
-		t.Fatalf("samples = %q", res.Samples)
+	cfg.RocketMQNameServers = append(cfg.RocketMQNameServers, "10.0.0.5:9876")
+	if err := loopbackAll(cfg); err == nil || !strings.Contains(err.Error(), "SECKILL_ROCKETMQ_NAMESRV") {
+		t.Fatalf("a remote name server: %v", err)
+	}
+	cfg.RocketMQNameServers = cfg.RocketMQNameServers[:1]
+	if err := loopbackAll(cfg, "--broker-addr", "192.168.1.2:10911"); err == nil || !strings.Contains(err.Error(), "--broker-addr") {
+		t.Fatalf("a remote broker: %v", err)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -26,7 +25,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/procfs"
 
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/platform/config"
@@ -172,18 +172,9 @@ func bucketsCase(ctx context.Context, cfg config.Config, conns *app.Conns, o Buc
 	progress("B=%d: %d reservations from %d goroutines on activity %d", buckets, o.Requests, o.Concurrency, activityID)
 	c, err := driveBuckets(ctx, res, activityID, o, buckets)
 	c.Refill = !o.NoRefill
-	c.RefillsMoved = int64(testutilCounter(m.Refills.WithLabelValues("moved")))
-	c.RefillUnits = int64(testutilCounter(m.RefillUnits))
+	c.RefillsMoved = int64(testutil.ToFloat64(m.Refills.WithLabelValues("moved")))
+	c.RefillUnits = int64(testutil.ToFloat64(m.RefillUnits))
 	return c, err
-}
-
-// testutilCounter is a counter's value.
-func testutilCounter(c prometheus.Counter) float64 {
-	var pb dto.Metric
-	if err := c.Write(&pb); err != nil {
-		return 0
-	}
-	return pb.GetCounter().GetValue()
 }
 
 func driveBuckets(ctx context.Context, res *reservation.Reserver, activityID int64, o BucketsOptions, buckets int) (BucketsCase, error) {
@@ -241,11 +232,11 @@ func redisServerTicks() map[string]uint64 {
 		if p.Name != "redis-server" {
 			continue
 		}
-		title, _ := os.ReadFile(filepath.Join("/proc", fmt.Sprint(pid), "cmdline")) // #nosec G304 -- /proc of a pid just listed
-		name := strings.Fields(strings.ReplaceAll(string(title), "\x00", " "))
 		addr := fmt.Sprint(pid)
-		if len(name) > 1 {
-			addr = name[1]
+		if proc, err := procfs.NewProc(pid); err == nil {
+			if title, _ := proc.CmdLine(); len(strings.Fields(strings.Join(title, " "))) > 1 {
+				addr = strings.Fields(strings.Join(title, " "))[1]
+			}
 		}
 		out[addr] += p.Ticks
 	}

@@ -12,7 +12,7 @@ import (
 // of a leg.
 type CPUWindow struct {
 	at          time.Time
-	busy, total uint64
+	busy, total float64 // seconds of all CPUs (ReadMachineCPU)
 	procs       ProcTicks
 	// children is the CPU of each process's waited-for children (cutime +
 	// cstime): PostgreSQL backends that connect and exit within a leg
@@ -25,11 +25,6 @@ func StartCPUWindow() CPUWindow {
 	w := CPUWindow{at: time.Now(), procs: ReadProcTicks(), children: readChildTicks()}
 	w.busy, w.total, _ = ReadMachineCPU()
 	return w
-}
-
-// readChildTicks reads cutime + cstime of every process (those with any).
-func readChildTicks() ProcTicks {
-	return walkProcStats(ParseProcPIDChildStat, false)
 }
 
 // LegCPU is where the machine's CPU went during one leg, per operation.
@@ -88,8 +83,8 @@ func (w CPUWindow) cost(end CPUWindow, ops int64, ncpu, selfPID int, self string
 	wall := end.at.Sub(w.at).Seconds()
 	var c LegCPU
 	var machine float64
-	if dt := end.total - w.total; dt > 0 && end.total > w.total && wall > 0 {
-		c.MachineBusyPct = 100 * float64(end.busy-w.busy) / float64(dt)
+	if dt := end.total - w.total; dt > 0 && wall > 0 {
+		c.MachineBusyPct = 100 * (end.busy - w.busy) / dt
 		machine = c.MachineBusyPct / 100 * float64(ncpu) * wall
 	}
 	var on float64

@@ -7,12 +7,12 @@
 // reservation hot path: the raw Redis cost of lua/reserve.lua driven by
 // redis-benchmark (reserve_raw.go, redisbench.go) against the gateway's HTTP
 // reserve endpoint (reserve_http.go) on in-process gateways
-// (reserve_gateway.go), driven by wrk in its own process with wrk.lua (wrk.go)
-// or by the in-process Go load generator (load.go); report.go is its report.
+// (reserve_gateway.go), driven by wrk in its own process with wrk.lua (wrk.go);
+// report.go is its report.
 //
 // `seckill-dev bench order` (RunOrder, order.go) measures the PostgreSQL order
 // transaction and what follows it, one file per leg: pgbench baseline and
-// replay (order_pgbench.go, pgbench.go), CreateOrder called directly
+// CreateOrder's one statement (order_pgbench.go, pgbench.go), CreateOrder called directly
 // (order_activity.go), the RocketMQ produce/consume leg (broker.go), sagas
 // from a backlog (saga.go) and, as their baseline, plain workflows of the
 // saga's shape (plain.go), on a scratch database (order_db.go);

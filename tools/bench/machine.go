@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 func (e *benchEnv) sample(ctx context.Context) (CPUSample, error) {
@@ -24,12 +26,14 @@ func (e *benchEnv) sample(ctx context.Context) (CPUSample, error) {
 		return s, err
 	}
 	s.MachineBusy, s.MachineTotal = busy, total
-	info, err := e.rdb.Info(ctx, "cpu", "persistence").Result()
+	info, err := e.rdb.InfoMap(ctx, "cpu", "persistence").Result()
 	if err != nil {
 		return s, fmt.Errorf("redis INFO cpu persistence: %w", err)
 	}
-	s.AOFRewrites = InfoInt(info, "aof_rewrites") + InfoInt(info, "rdb_saves")
-	s.Redis, s.RedisForks, err = ParseRedisCPU(info)
+	rewrites, _ := strconv.ParseInt(info["Persistence"]["aof_rewrites"], 10, 64)
+	saves, _ := strconv.ParseInt(info["Persistence"]["rdb_saves"], 10, 64)
+	s.AOFRewrites = rewrites + saves
+	s.Redis, s.RedisForks, err = RedisCPU(info["CPU"])
 	return s, err
 }
 
@@ -58,6 +62,19 @@ func otherWork(u CPUUse, d []ProcCPU, ncpu int) float64 {
 	return 100 * max(0, u.Machine-participants) / (u.Wall.Seconds() * float64(ncpu))
 }
 
+// account sets the case's CPU figures between s0 and s1 over n requests;
+// child is the load generator's process (redis-benchmark, wrk), gone by s1.
+func (c *Case) account(s0, s1 CPUSample, ncpu, n int, child string, childCPU time.Duration) {
+	use, procs := Use(s0, s1, ncpu, childCPU), ProcDelta(s0.Procs, s1.Procs)
+	if childCPU > 0 {
+		procs = withChild(procs, child, childCPU)
+	}
+	c.CPU = Cost(use, n, ncpu)
+	c.TopProcesses = topProcs(use, procs, n)
+	c.OtherWorkPct = otherWork(use, procs, ncpu)
+	c.RedisSnapshots = s1.AOFRewrites - s0.AOFRewrites
+}
+
 // topProcs lists the 5 busiest processes and, last, the machine time no
 // listed-or-not process accounts for (processes that started and ended
 // within the case, e.g. a compiler run by someone else, and kernel work).
@@ -74,24 +91,6 @@ func topProcs(u CPUUse, d []ProcCPU, n int) []ProcCost {
 		top = append(top, ProcCost{Name: "unattributed", US: rest * 1e6 / float64(n)})
 	}
 	return top
-}
-
-// machineBusy measures how busy the machine is (% of all CPUs) over d.
-func machineBusy(ctx context.Context, d time.Duration) (float64, error) {
-	b0, t0, err := ReadMachineCPU()
-	if err != nil {
-		return 0, err
-	}
-	select {
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-time.After(d):
-	}
-	b1, t1, err := ReadMachineCPU()
-	if err != nil || t1 == t0 {
-		return 0, errors.Join(err, errors.New("no CPU time passed"))
-	}
-	return 100 * float64(b1-b0) / float64(t1-t0), nil
 }
 
 // snapshots mentions Redis persistence forks (AOF rewrite, RDB save) that
@@ -123,17 +122,15 @@ func startProfile(path string) (func(), error) {
 }
 
 func memTotalGiB() float64 {
-	raw, err := os.ReadFile("/proc/meminfo")
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / (1 << 20)
-		}
+	m, err := fs.Meminfo()
+	if err != nil || m.MemTotal == nil {
+		return 0
 	}
-	return 0
+	return float64(*m.MemTotal) / (1 << 20)
 }
 
 // waitForIdle waits up to d for the machine to be under 20% busy (shared
@@ -144,7 +141,8 @@ func waitForIdle(ctx context.Context, d time.Duration, progress func(string, ...
 	}
 	deadline := time.Now().Add(d)
 	for {
-		busy, err := machineBusy(ctx, 2*time.Second)
+		s, err := sampleBusy(ctx, 2*time.Second, 20)
+		busy := s.MachinePct
 		if err != nil || busy < 20 {
 			return
 		}
@@ -159,7 +157,8 @@ func waitForIdle(ctx context.Context, d time.Duration, progress func(string, ...
 // busyBefore measures how busy the machine is over a second before the run
 // (0 if it cannot tell).
 func busyBefore(ctx context.Context, cpus int, progress func(string, ...any)) float64 {
-	before, err := machineBusy(ctx, time.Second)
+	s, err := sampleBusy(ctx, time.Second, 100)
+	before := s.MachinePct
 	if err != nil {
 		return 0
 	}
@@ -205,7 +204,7 @@ func sampleBusy(ctx context.Context, d time.Duration, threshold float64) (BusySa
 	}
 	p1, self1 := ReadProcTicks(), SelfCPU()
 	wall, ncpu := time.Since(s.At).Seconds(), float64(runtime.NumCPU())
-	s.MachinePct = 100 * float64(b1-b0) / float64(t1-t0)
+	s.MachinePct = 100 * (b1 - b0) / (t1 - t0)
 	s.OtherPct = max(0, s.MachinePct-100*(self1-self0)/(wall*ncpu))
 	delete(p0, os.Getpid())
 	delete(p1, os.Getpid())

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net"
 	"runtime"
 	"sync"
@@ -184,30 +185,16 @@ func orderTargets(cfg config.Config, o OrderOptions) error {
 	if err != nil {
 		return fmt.Errorf("SECKILL_PG_DSN: %w", err)
 	}
-	if _, _, err := loopbackAddr("SECKILL_PG_DSN", net.JoinHostPort(pgc.Host, fmt.Sprint(pgc.Port))); err != nil {
-		return err
-	}
 	if err := singleRedis(cfg); err != nil {
 		return err
 	}
-	if _, _, err := loopbackAddr("SECKILL_REDIS_ADDR", cfg.RedisAddr); err != nil {
-		return err
-	}
-	if _, _, err := loopbackAddr("SECKILL_TEMPORAL_ADDR", cfg.TemporalAddress); err != nil {
-		return err
-	}
-	for _, ns := range cfg.RocketMQNameServers {
-		if _, _, err := loopbackAddr("SECKILL_ROCKETMQ_NAMESRV", ns); err != nil {
-			return err
-		}
-	}
-	_, _, err = loopbackAddr("--broker-addr", o.BrokerAddr)
-	return err
+	return loopbackAll(cfg, "SECKILL_PG_DSN", net.JoinHostPort(pgc.Host, fmt.Sprint(pgc.Port)),
+		"SECKILL_TEMPORAL_ADDR", cfg.TemporalAddress, "--broker-addr", o.BrokerAddr)
 }
 
 // orderActivity is the order bench's activity: one hot SKU per leg.
 func orderActivity(o OrderOptions, now time.Time) sale.Activity {
-	activityID := int64(900_000_000_000_000_000) + randInt63n(99_999_999_999_999_999)
+	activityID := int64(900_000_000_000_000_000) + mrand.Int64N(99_999_999_999_999_999) // #nosec G404 -- non-cryptographic randomness: test traffic, never a secret
 	return sale.Activity{
 		ActivityID: activityID, Name: "seckill bench order " + now.Format(time.RFC3339),
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(3 * time.Hour),
@@ -258,7 +245,7 @@ func (e *orderEnv) runOn(ctx context.Context, dbName string) (*OrderReport, erro
 			o.Concurrency, o.Duration, o.Sagas, o.Starters, map[bool]string{true: " --skip-broker"}[o.SkipBroker],
 			map[bool]string{true: " --skip-plain"}[o.SkipPlain]),
 		Started: now, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), MemGiB: memTotalGiB(),
-		PGBenchVersion: commandVersion(ctx, e.pgbench), Database: dbName, ActivityID: activityID,
+		PGBenchVersion: toolVersion(ctx, e.pgbench), Database: dbName, ActivityID: activityID,
 		TaskQueue: e.cfg.TemporalTaskQueue, Concurrency: o.Concurrency, DurationS: o.Duration.Seconds(),
 	}
 	e.report = rep
@@ -345,28 +332,9 @@ func (e *orderEnv) ratios() {
 			r.Broker.ConsumePS, r.Sagas.SagasPS))
 	}
 	e.sagaRatios()
-	type offPath struct {
-		name string
-		pct  float64
-	}
-	var legs []offPath
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.CreateOrder} {
-		if l != nil {
-			legs = append(legs, offPath{l.Name, l.CPU.OffPathPct})
-		}
-	}
-	if r.Broker != nil {
-		legs = append(legs, offPath{"broker: produce", r.Broker.Produce.OffPathPct}, offPath{"broker: consume", r.Broker.Consume.OffPathPct})
-	}
-	if r.Sagas != nil && r.Sagas.DrainS > 0 {
-		legs = append(legs, offPath{"(c) sagas", r.Sagas.CPU.OffPathPct})
-	}
-	if r.Plain != nil && r.Plain.DrainS > 0 {
-		legs = append(legs, offPath{"(d) plain workflows", r.Plain.CPU.OffPathPct})
-	}
-	for _, l := range legs {
-		if l.pct >= 10 {
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: off-path work used %.0f%% of the machine during the leg; its figures are understated", l.name, l.pct))
+	for _, l := range r.cpuLegs() {
+		if l.c.OffPathPct >= 10 {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: off-path work used %.0f%% of the machine during the leg; its figures are understated", l.name, l.c.OffPathPct))
 		}
 	}
 }
@@ -388,17 +356,4 @@ func (e *orderEnv) sagaRatios() {
 		name = fmt.Sprintf("(c) drain time of a %d backlog (s), extrapolated from %d at %.1f/s", DrainBacklog, s.Sagas, s.SagasPS)
 	}
 	r.Ratios = append(r.Ratios, Ratio{Name: name, Value: drain, Op: "<=", Target: DrainTargetS, Met: drain <= DrainTargetS})
-}
-
-func randInt63n(n int64) int64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	v := int64(0)
-	for _, x := range b {
-		v = v<<8 | int64(x)
-	}
-	if v < 0 {
-		v = -(v + 1)
-	}
-	return v % n
 }

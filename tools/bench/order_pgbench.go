@@ -16,7 +16,7 @@ import (
 	"github.com/seckill/seckill/activities"
 )
 
-// pgbench legs: the baseline (a) and CreateOrder's statement replayed (a').
+// pgbench legs: the baseline (a) and CreateOrder's one statement (a').
 const (
 	legBaseline = iota
 	legReplay
@@ -34,7 +34,7 @@ func (e *orderEnv) pgbenchLeg(ctx context.Context, kind int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	script, err := e.writePGBenchScript(ctx, dir, kind, sku)
+	script, err := e.writePGBenchScript(dir, kind, sku)
 	if err != nil {
 		return err
 	}
@@ -87,30 +87,22 @@ func (e *orderEnv) pgbenchLeg(ctx context.Context, kind int) error {
 }
 
 // writePGBenchScript writes the leg's pgbench script into dir: the
-// baseline's four statements, or the statements of one CreateOrder recorded
-// on the leg's SKU (one unit of its stock, taken before the leg counts).
-func (e *orderEnv) writePGBenchScript(ctx context.Context, dir string, kind int, sku int64) (string, error) {
-	var text string
-	if kind == legBaseline {
-		payload, err := sampleOutboxPayload(e.activity, sku)
-		if err != nil {
-			return "", err
-		}
-		hash := activities.PayloadHash(sampleMessage(e.activity, sku, 1, time.Now()))
-		ps := PGBenchScript{ActivityID: e.activity, SKUID: sku, PriceCents: orderPrice,
-			ConsumerGroup: activities.OrderConsumerGroup, Topic: Topic, PayloadHash: hash, OutboxPayload: payload,
-			PaymentTimeoutSeconds: 900}
-		if text, err = ps.Text(); err != nil {
-			return "", err
-		}
-	} else {
-		rec, err := RecordCreateOrder(ctx, e.dsn, e.activity, sku, e.quiet)
-		if err != nil {
-			return "", err
-		}
-		if text, err = rec.ReplayText(); err != nil {
-			return "", err
-		}
+// baseline's four statements, or CreateOrder's one statement.
+func (e *orderEnv) writePGBenchScript(dir string, kind int, sku int64) (string, error) {
+	payload, err := sampleOutboxPayload(e.activity, sku)
+	if err != nil {
+		return "", err
+	}
+	hash := activities.PayloadHash(sampleMessage(e.activity, sku, 1, time.Now()))
+	ps := PGBenchScript{ActivityID: e.activity, SKUID: sku, PriceCents: orderPrice,
+		ConsumerGroup: activities.OrderConsumerGroup, Topic: Topic, PayloadHash: hash, OutboxPayload: payload,
+		PaymentTimeoutSeconds: 900}
+	text, err := ps.Text()
+	if kind == legReplay {
+		text, err = ps.CallText()
+	}
+	if err != nil {
+		return "", err
 	}
 	script := filepath.Join(dir, "order.sql")
 	if err := os.WriteFile(script, []byte(text), 0o600); err != nil {
@@ -142,11 +134,11 @@ func (e *orderEnv) runPGBench(ctx context.Context, name, dir string, args PGBenc
 		child = []ProcCPU{{Name: "pgbench", Seconds: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}}
 	}
 	if runErr != nil {
-		return PGBenchResult{}, LegCPU{}, nil, fmt.Errorf("%s: %w: %s", name, runErr, outputTail(out.String(), 800))
+		return PGBenchResult{}, LegCPU{}, nil, fmt.Errorf("%s: %w: %s", name, runErr, tail(out.String(), 800))
 	}
 	res, err := ParsePGBench(out.String())
 	if err != nil {
-		return res, LegCPU{}, nil, fmt.Errorf("%s: %w: %s", name, err, outputTail(out.String(), 800))
+		return res, LegCPU{}, nil, fmt.Errorf("%s: %w: %s", name, err, tail(out.String(), 800))
 	}
 	return res, w.Stop(res.Processed, e.ncpu, benchSelf, child, orderPGPath), waits, nil
 }
@@ -195,22 +187,4 @@ func findPGBench(flag string) (string, error) {
 		return "", errors.New("pgbench not found on PATH or in /usr/lib/postgresql/*/bin: pass --pgbench")
 	}
 	return best, nil
-}
-
-// commandVersion is the first line of `path --version`.
-func commandVersion(ctx context.Context, path string) string {
-	vctx, c := context.WithTimeout(ctx, 5*time.Second)
-	defer c()
-	out, err := exec.CommandContext(vctx, path, "--version").Output()
-	if err != nil {
-		return filepath.Base(path) + " (version unknown)"
-	}
-	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
-}
-
-func outputTail(s string, n int) string {
-	if len(s) <= n {
-		return strings.TrimSpace(s)
-	}
-	return "..." + strings.TrimSpace(s[len(s)-n:])
 }

@@ -183,14 +183,14 @@ func (r *OrderReport) writeOutcomes(w io.Writer) {
 
 }
 
-// writeCPU prints the CPU each leg used and what the backends waited for.
-func (r *OrderReport) writeCPU(w io.Writer) {
-	fmt.Fprintln(w, "CPU during each leg: machine busy (% of all CPUs), machine CPU per op (µs of one core), off-path")
-	fmt.Fprintln(w, "(share of the machine used by processes not on the leg's path: other people's work, the kernel):")
-	type cpuRow struct {
-		name string
-		c    LegCPU
-	}
+// cpuRow is one leg's CPU under the leg's name.
+type cpuRow struct {
+	name string
+	c    LegCPU
+}
+
+// cpuLegs is the CPU of every leg that ran.
+func (r *OrderReport) cpuLegs() []cpuRow {
 	var cpus []cpuRow
 	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.CreateOrder} {
 		if l != nil {
@@ -206,6 +206,14 @@ func (r *OrderReport) writeCPU(w io.Writer) {
 	if s := r.Plain; s != nil && s.DrainS > 0 {
 		cpus = append(cpus, cpuRow{"(d) plain workflows (start + drain)", s.CPU})
 	}
+	return cpus
+}
+
+// writeCPU prints the CPU each leg used and what the backends waited for.
+func (r *OrderReport) writeCPU(w io.Writer) {
+	fmt.Fprintln(w, "CPU during each leg: machine busy (% of all CPUs), machine CPU per op (µs of one core), off-path")
+	fmt.Fprintln(w, "(share of the machine used by processes not on the leg's path: other people's work, the kernel):")
+	cpus := r.cpuLegs()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "leg\tmachine busy\tµs/op\toff-path\t")
 	for _, x := range cpus {

@@ -228,17 +228,6 @@ func TestWaitStatesAndShares(t *testing.T) {
 	}
 }
 
-func TestParseProcPIDChildStat(t *testing.T) {
-	line := "31582 (postgres) S 1 31582 31582 0 -1 4194560 9000 800000 0 0 120 80 4500 1500 20 0 1 0 100 660000000 14000"
-	comm, ticks, err := ParseProcPIDChildStat(line)
-	if err != nil || comm != "postgres" || ticks != 6000 {
-		t.Fatalf("got %q %d %v, want postgres 6000", comm, ticks, err)
-	}
-	if _, _, err := ParseProcPIDChildStat("1 (x) S 1 2"); err == nil {
-		t.Fatal("no error for a short line")
-	}
-}
-
 func TestCPUWindowCountsExitedChildren(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	a := CPUWindow{at: t0, busy: 0, total: 1000, procs: ProcTicks{1: {Name: "postgres", Ticks: 10}, 2: {Name: "seckill", Ticks: 0}},

@@ -13,6 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/seckill/seckill/internal/inventory"
 )
 
 // PGBenchScript is the baseline transaction of MEASURED.md as a pgbench
@@ -25,8 +29,8 @@ import (
 // It is hand-written on purpose: the published baseline of
 // docs/benchmarks.md (issue 4), the four statements of the original order
 // transaction, fixed so that its numbers stay comparable from run to run. It
-// is no copy of CreateOrder: the replay leg (a') runs CreateOrder's own
-// statements, recorded from the code (Recording, replay_record.go).
+// is no copy of CreateOrder: leg (a') runs CreateOrder's own one statement
+// (CallText).
 type PGBenchScript struct {
 	ActivityID    int64
 	SKUID         int64
@@ -83,6 +87,28 @@ func (s PGBenchScript) Text() (string, error) {
 		"VALUES (gen_random_uuid(), 'ORDER', gen_random_uuid(), 'ORDER_CREATED', 1, gen_random_uuid()::text, %s::jsonb) "+
 		"ON CONFLICT (event_id) DO NOTHING;\n", pgEscapedLiteral(string(s.OutboxPayload)))
 	b.WriteString("END;\n")
+	return b.String(), nil
+}
+
+// CallText returns leg (a')'s script: CreateOrder's one statement, its call
+// of seckill_create_order (internal/orders/create.go), on the script's random
+// user, with ids derived per transaction from a random :r (the reservation
+// id's text also in the ledger and compensation keys, as the code's).
+func (s PGBenchScript) CallText() (string, error) {
+	if _, err := s.Text(); err != nil {
+		return "", err
+	}
+	id := func(suffix string) string { return "md5(:r::text || '" + suffix + "')::uuid" }
+	key := func(k string) string {
+		return pgEscapedLiteral(strings.TrimSuffix(k, uuid.Nil.String())) + " || " + id("r") + "::text"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "-- seckill bench order (a'): CreateOrder's one statement on one hot SKU (activity %d, SKU %d)\n", s.ActivityID, s.SKUID)
+	fmt.Fprintf(&b, "\\set uid random(1, %d)\n\\set r random(1, %d)\n", int64(MaxPGBenchUser), int64(MaxPGBenchUser))
+	fmt.Fprintf(&b, "SELECT * FROM seckill_create_order('%s', '%s', %s, 'ORDER_CREATE_REQUESTED', %s, %s, %d, %d, :uid, "+
+		"clock_timestamp(), clock_timestamp() + interval '1 hour', '\\x%s'::bytea, %s, %s, %s, %s, %s, %s);\n",
+		s.ConsumerGroup, s.Topic, id("m"), id("r"), id("q"), s.ActivityID, s.SKUID, hex.EncodeToString(s.PayloadHash),
+		id("o"), id("e"), key(inventory.LedgerOccupyKey(uuid.Nil)), id("t"), key(inventory.CompensationKey(uuid.Nil)), id("c"))
 	return b.String(), nil
 }
 

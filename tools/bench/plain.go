@@ -148,37 +148,13 @@ func (e *orderEnv) plainLeg(ctx context.Context) error {
 
 // startPlain starts n plain workflows from --starters goroutines.
 func (e *orderEnv) startPlain(ctx context.Context, tq string, n int, t0 time.Time, started func(string)) *sagaStarts {
-	s := &sagaStarts{done: make(chan struct{})}
 	wait := time.Duration(orderActivity(e.o, t0).PaymentTimeoutSeconds) * time.Second
-	var wg sync.WaitGroup
-	for range e.o.Starters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				i := int(s.next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				id := fmt.Sprintf("seckill-bench-plain-%s-%d", e.runID, i)
-				_, err := e.conns.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: tq},
-					plainWorkflowName, PlainInput{ID: uuid.New(), PaymentWaitMS: wait.Milliseconds()})
-				if err != nil {
-					s.failed.Add(1)
-					s.sample.Store(err.Error())
-					continue
-				}
-				s.started.Add(1)
-				started(id)
-			}
-		}()
-	}
-	go func() {
-		wg.Wait()
-		s.elapsed.Store(int64(time.Since(t0)))
-		close(s.done)
-	}()
-	return s
+	return e.startAll(ctx, n, t0, func(i int) (string, error) {
+		id := fmt.Sprintf("seckill-bench-plain-%s-%d", e.runID, i)
+		_, err := e.conns.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: tq},
+			plainWorkflowName, PlainInput{ID: uuid.New(), PaymentWaitMS: wait.Milliseconds()})
+		return id, err
+	}, started)
 }
 
 // awaitPlain polls PostgreSQL and Redis until every row is inserted and

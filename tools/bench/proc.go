@@ -1,12 +1,10 @@
 package bench
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/prometheus/procfs"
 )
 
 // ProcTicks is the CPU time (user + system, clock ticks) of every process,
@@ -23,80 +21,41 @@ type ProcEntry struct {
 // for every architecture Go supports).
 const ClockTicks = 100
 
-// ReadProcTicks snapshots /proc/<pid>/stat of every process. Processes that
-// vanish while it reads are skipped.
-func ReadProcTicks() ProcTicks {
-	return walkProcStats(ParseProcPIDStat, true)
-}
+// ReadProcTicks snapshots utime + stime of every process (prometheus/procfs
+// reads /proc/<pid>/stat); the stack's Java processes are told apart by
+// their main class. Processes that vanish while it reads are skipped.
+func ReadProcTicks() ProcTicks { return walkProcs(false) }
 
-// walkProcStats parses /proc/<pid>/stat of every process with parse,
-// skipping processes that vanish. With named, the stack's Java processes are
-// told apart by their main class; without, processes with no ticks are left out.
-func walkProcStats(parse func(string) (string, uint64, error), named bool) ProcTicks {
+// readChildTicks reads cutime + cstime (the CPU of waited-for children) of
+// every process that has any.
+func readChildTicks() ProcTicks { return walkProcs(true) }
+
+func walkProcs(children bool) ProcTicks {
 	out := ProcTicks{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil {
-			continue
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return out
+	}
+	for _, p := range procs {
+		st, err := p.Stat()
+		switch {
+		case err != nil:
+		case children && st.CUTime+st.CSTime > 0:
+			out[p.PID] = ProcEntry{Name: st.Comm, Ticks: uint64(st.CUTime + st.CSTime)} // #nosec G115 -- positive
+		case !children:
+			out[p.PID] = ProcEntry{Name: procName(p, st.Comm), Ticks: uint64(st.UTime + st.STime)}
 		}
-		raw, err := os.ReadFile(d + "/stat") // #nosec G304 -- a path the operator or the harness chose (a file it names on the command line, a pid or log file of the stack)
-		if err != nil {
-			continue
-		}
-		comm, ticks, err := parse(string(raw))
-		if err != nil {
-			continue
-		}
-		if named {
-			comm = procName(d, comm)
-		} else if ticks == 0 {
-			continue
-		}
-		out[pid] = ProcEntry{Name: comm, Ticks: ticks}
 	}
 	return out
 }
 
-// ParseProcPIDStat returns the command name and utime+stime of a
-// /proc/<pid>/stat line. The name is in parentheses and may hold spaces.
-func ParseProcPIDStat(s string) (comm string, ticks uint64, err error) {
-	return procStatSum(s, 11, "utime/stime")
-}
-
-// ParseProcPIDChildStat returns the command name and cutime+cstime (the CPU
-// of waited-for children) of a /proc/<pid>/stat line.
-func ParseProcPIDChildStat(s string) (comm string, ticks uint64, err error) {
-	return procStatSum(s, 13, "cutime/cstime")
-}
-
-// procStatSum returns the command name and the sum of the two fields at
-// first and first+1 after the name (state is field 0: utime is 11, cutime 13).
-func procStatSum(s string, first int, what string) (comm string, ticks uint64, err error) {
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || end < open {
-		return "", 0, fmt.Errorf("not a /proc/<pid>/stat line: %q", s)
-	}
-	comm = s[open+1 : end]
-	f := strings.Fields(s[end+1:])
-	if len(f) < first+2 {
-		return "", 0, fmt.Errorf("short /proc/<pid>/stat line: %q", s)
-	}
-	a, err1 := strconv.ParseUint(f[first], 10, 64)
-	b, err2 := strconv.ParseUint(f[first+1], 10, 64)
-	if err1 != nil || err2 != nil {
-		return "", 0, fmt.Errorf("bad %s in %q", what, s)
-	}
-	return comm, a + b, nil
-}
-
 // procName tells the Java processes of the stack apart by their main class.
-func procName(dir, comm string) string {
+func procName(p procfs.Proc, comm string) string {
 	if comm != "java" {
 		return comm
 	}
-	cmdline, _ := os.ReadFile(dir + "/cmdline") // #nosec G304 -- a path the operator or the harness chose (a file it names on the command line, a pid or log file of the stack)
-	switch c := string(cmdline); {
+	cmdline, _ := p.CmdLine()
+	switch c := strings.Join(cmdline, " "); {
 	case strings.Contains(c, "BrokerStartup"):
 		return "rocketmq-broker"
 	case strings.Contains(c, "NamesrvStartup"):

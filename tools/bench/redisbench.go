@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -219,12 +220,14 @@ func ParseCSV(r io.Reader) ([]CSVRow, error) {
 	return rows, nil
 }
 
-// Version runs "redis-benchmark --version" and returns its first line.
-func Version(ctx context.Context, path string) string {
-	out, err := exec.CommandContext(ctx, path, "--version").Output()
-	if err != nil {
-		return "unknown"
+// toolVersion is the first line `path --version` prints (wrk prints it and
+// exits 1).
+func toolVersion(ctx context.Context, path string) string {
+	vctx, c := context.WithTimeout(ctx, 5*time.Second)
+	defer c()
+	out, _ := exec.CommandContext(vctx, path, "--version").Output() // #nosec G204 -- the command and its arguments are this program's own (its binary, the stack script, the benchmark tools), not user input
+	if line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n"); line != "" {
+		return strings.TrimSpace(line)
 	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return line
+	return filepath.Base(path) + " (version unknown)"
 }

@@ -14,8 +14,7 @@ type Case struct {
 	Name  string `json:"name"`  // e.g. "raw EVALSHA in-stock"
 	Path  string `json:"path"`  // "raw" (redis-benchmark EVALSHA) or "http" (gateway)
 	Stock string `json:"stock"` // "in-stock" or "sold-out"
-	// Loadgen drove the case: "redis-benchmark", "wrk" or "go" (the
-	// in-process Go load generator).
+	// Loadgen drove the case: "redis-benchmark" or "wrk".
 	Loadgen string `json:"loadgen"`
 	// TargetRPS is the pace of a fixed-rate case (0: closed loop).
 	TargetRPS   float64 `json:"target_rps,omitempty"`
@@ -72,8 +71,8 @@ func TopProcs(d []ProcCPU, n, k int) []ProcCost {
 // the machine was.
 type CPUCost struct {
 	RedisUS       float64 `json:"redis_server_us_per_req"`
-	ClientUS      float64 `json:"client_us_per_req"`        // redis-benchmark, or the gateway and its load generator
-	SelfUS        float64 `json:"bench_process_us_per_req"` // this process: the gateway (and the Go load generator when it drives)
+	ClientUS      float64 `json:"client_us_per_req"`        // redis-benchmark, or the gateway and wrk
+	SelfUS        float64 `json:"bench_process_us_per_req"` // this process: the gateway
 	ChildUS       float64 `json:"child_us_per_req"`         // redis-benchmark or wrk
 	RestUS        float64 `json:"rest_us_per_req"`          // every other process and the kernel (RocketMQ broker, ...)
 	MachineUS     float64 `json:"machine_us_per_req"`
@@ -135,9 +134,7 @@ type Report struct {
 	Requests       int       `json:"requests"`
 	Concurrency    int       `json:"concurrency"`
 	Warmup         int       `json:"warmup"`
-	// Loadgens drove the HTTP cases, the first the main one ("wrk", "go").
-	Loadgens []string `json:"loadgens"`
-	Wrk      string   `json:"wrk,omitempty"` // wrk's version line
+	Wrk            string    `json:"wrk,omitempty"` // wrk's version line
 	// BusyBeforePct is how busy the machine was (% of all CPUs) in the second
 	// before the first case: other work that will compete with the bench.
 	BusyBeforePct float64  `json:"busy_before_pct"`
@@ -203,8 +200,8 @@ func (r *Report) WriteText(w io.Writer) {
 
 // writeCPU prints where the CPU went per request in each case.
 func (r *Report) writeCPU(w io.Writer) {
-	fmt.Fprintln(w, "CPU per request, µs of one core. bench = this process: the in-process gateway, and the Go load")
-	fmt.Fprintln(w, "generator when it drives (with wrk: the gateway alone); child = redis-benchmark or wrk; rest = all")
+	fmt.Fprintln(w, "CPU per request, µs of one core. bench = this process: the in-process gateway;")
+	fmt.Fprintln(w, "child = redis-benchmark or wrk; rest = all")
 	fmt.Fprintln(w, "other processes and the kernel (RocketMQ broker, ...); off-path = share of the machine used by")
 	fmt.Fprintln(w, "processes not on the measured path (other people's work: noise):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"os/exec"
 	"runtime"
 	"time"
@@ -32,24 +31,14 @@ type ReserveOptions struct {
 	Keep                          bool
 	WaitIdle                      time.Duration
 	Topic                         string
-	// Loadgen drives the HTTP cases: LoadGenWrk, LoadGenGo or LoadGenBoth
-	// ("": wrk when it is on PATH, else go).
-	Loadgen string
-	Wrk     string // the wrk executable ("": wrk on PATH)
+	Wrk                           string // the wrk executable ("": wrk on PATH)
 	// FixedRateDuration is the length of the fixed-rate case: HTTP in-stock
 	// paced at half the peak in-stock rate, for its latency (0: no such case).
 	FixedRateDuration time.Duration
 }
 
-// Load generators of the HTTP cases (--loadgen).
-const (
-	loadGenWrk  = "wrk"  // wrk, the C load generator, in its own process (wrk.go)
-	loadGenGo   = "go"   // the in-process Go load generator (load.go)
-	LoadGenBoth = "both" // every HTTP case twice: wrk, then go
-	// LoadGenWrk and LoadGenGo name them for callers.
-	LoadGenWrk = loadGenWrk
-	LoadGenGo  = loadGenGo
-)
+// LoadGenWrk names wrk, the load generator of the HTTP cases (wrk.go).
+const LoadGenWrk = "wrk"
 
 // Limits that keep one run bounded on a small machine.
 const (
@@ -71,7 +60,6 @@ const (
 	benchSKURaw     int64 = 1 // in-stock, driven by redis-benchmark only
 	benchSKUHTTP    int64 = 2 // in-stock, driven through the gateway only
 	benchSKUSoldOut int64 = 3 // stock 0, both paths
-	benchSKUHTTPGo  int64 = 4 // in-stock, the second load generator of --loadgen both
 	benchSKUFixed   int64 = 5 // in-stock, the fixed-rate case
 )
 
@@ -85,10 +73,8 @@ type benchEnv struct {
 	ncpu     int
 	// gw is the gateway as `seckill api` runs it, gwOff the same without limits.
 	gw, gwOff *benchGateway
-	client    *http.Client
-	bearer    []string // bearer[i] is "Bearer <token of user i+1>"
-	gens      []string // load generators of the HTTP cases, the main one first
-	wrk       string   // the wrk executable, if found
+	tokens    []string // tokens[i] is the token of user i+1
+	wrk       string   // the wrk executable
 	progress  func(format string, args ...any)
 	report    *Report
 }
@@ -106,38 +92,23 @@ func (o ReserveOptions) Validate() error {
 		return errors.New("--timeout must be positive and at most 30m")
 	case o.WaitIdle < 0 || o.WaitIdle >= o.Timeout:
 		return errors.New("--wait-idle must be at least 0 and below --timeout")
-	case o.Loadgen != "" && o.Loadgen != loadGenWrk && o.Loadgen != loadGenGo && o.Loadgen != LoadGenBoth:
-		return errors.New("--loadgen must be wrk, go or both")
 	case o.FixedRateDuration < 0 || o.FixedRateDuration > 10*time.Minute:
 		return errors.New("--fixed-rate-duration must be between 0 and 10m")
 	}
 	return nil
 }
 
-// loadgens resolves --loadgen: the load generators of the HTTP cases, the
-// main one first, and the wrk executable if one is needed.
-func (o ReserveOptions) loadgens() ([]string, string, error) {
+// findWrk resolves --wrk.
+func (o ReserveOptions) findWrk() (string, error) {
 	name := o.Wrk
 	if name == "" {
 		name = "wrk"
 	}
-	path, lookErr := exec.LookPath(name)
-	switch o.Loadgen {
-	case "":
-		if lookErr == nil {
-			return []string{loadGenWrk}, path, nil
-		}
-		return []string{loadGenGo}, "", nil
-	case loadGenGo:
-		return []string{loadGenGo}, "", nil
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("wrk not found (--wrk; `scripts/stack.sh up` installs the Debian package wrk): %w", err)
 	}
-	if lookErr != nil {
-		return nil, "", fmt.Errorf("--loadgen %s: wrk not found (--wrk; `scripts/stack.sh up` installs the Debian package wrk): %w", o.Loadgen, lookErr)
-	}
-	if o.Loadgen == LoadGenBoth {
-		return []string{loadGenWrk, loadGenGo}, path, nil
-	}
-	return []string{loadGenWrk}, path, nil
+	return path, nil
 }
 
 // RunReserve runs `seckill-dev bench reserve` against the stack sys describes:
@@ -161,7 +132,7 @@ func ReserveReport(ctx context.Context, sys config.Config, o ReserveOptions, std
 	if err != nil {
 		return nil, err
 	}
-	gens, wrkPath, err := o.loadgens()
+	wrkPath, err := o.findWrk()
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +158,7 @@ func ReserveReport(ctx context.Context, sys config.Config, o ReserveOptions, std
 			return nil, fmt.Errorf("RocketMQ topic %s: %w (start the stack with `make up`, which creates it, or pass --topic)", o.Topic, err)
 		}
 	}
-	e := &benchEnv{o: o, rb: rb, gens: gens, wrk: wrkPath, ncpu: runtime.NumCPU(), progress: progress}
+	e := &benchEnv{o: o, rb: rb, wrk: wrkPath, ncpu: runtime.NumCPU(), progress: progress}
 	return e.runOn(ctx, cfg, conns, gwLog)
 }
 
@@ -201,23 +172,18 @@ func reserveTargets(sys config.Config, o ReserveOptions) (RedisBenchmark, error)
 	if err := singleRedis(sys); err != nil {
 		return RedisBenchmark{}, err
 	}
-	redisHost, redisPort, err := loopbackAddr("SECKILL_REDIS_ADDR", sys.RedisAddr)
-	if err != nil {
+	if err := loopbackAll(sys); err != nil {
 		return RedisBenchmark{}, err
 	}
-	for _, ns := range sys.RocketMQNameServers {
-		if _, _, err := loopbackAddr("SECKILL_ROCKETMQ_NAMESRV", ns); err != nil {
-			return RedisBenchmark{}, err
-		}
-	}
+	redisHost, redisPort, _ := loopbackAddr("SECKILL_REDIS_ADDR", sys.RedisAddr)
 	return RedisBenchmark{Path: rbPath, Host: redisHost, Port: redisPort, Clients: o.Concurrency,
 		Requests: o.Requests, KeySpace: MaxKeySpace}, nil
 }
 
 // reserveActivity is the bench activity: a random id far above hand-made
-// ones, an in-stock SKU for each path (and each load generator, and the
-// fixed-rate case) and a sold-out SKU.
-func reserveActivity(o ReserveOptions, gens []string, now time.Time) sale.Activity {
+// ones, an in-stock SKU for each path (and the fixed-rate case) and a
+// sold-out SKU.
+func reserveActivity(o ReserveOptions, now time.Time) sale.Activity {
 	activityID := int64(900_000_000_000_000_000) + rand.Int64N(99_999_999_999_999_999) // #nosec G404 -- non-cryptographic randomness: jitter and test traffic, never a secret or an id
 	httpStock := int64(o.Requests+o.Warmup) + 1000
 	a := sale.Activity{
@@ -229,9 +195,6 @@ func reserveActivity(o ReserveOptions, gens []string, now time.Time) sale.Activi
 			{SKUID: benchSKUHTTP, Stock: httpStock},
 			{SKUID: benchSKUSoldOut, Stock: 0},
 		},
-	}
-	if len(gens) > 1 {
-		a.SKUs = append(a.SKUs, sale.SKU{SKUID: benchSKUHTTPGo, Stock: httpStock})
 	}
 	if o.FixedRateDuration > 0 {
 		a.SKUs = append(a.SKUs, sale.SKU{SKUID: benchSKUFixed, Stock: httpStock})
@@ -253,11 +216,11 @@ func (e *benchEnv) runOn(ctx context.Context, cfg config.Config, conns *app.Conn
 		return nil, err
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	act := reserveActivity(o, e.gens, now)
+	act := reserveActivity(o, now)
 	activityID := act.ActivityID
 	progress("activity %d: setting up SKUs %d (raw in-stock, stock %d), %d (HTTP in-stock, stock %d), %d (sold out)%s",
 		activityID, benchSKURaw, act.SKUs[0].Stock, benchSKUHTTP, act.SKUs[1].Stock, benchSKUSoldOut,
-		map[bool]string{true: fmt.Sprintf(" and %d more in-stock (second load generator, fixed rate)", len(act.SKUs)-3)}[len(act.SKUs) > 3])
+		map[bool]string{true: fmt.Sprintf(" and %d (fixed rate)", benchSKUFixed)}[len(act.SKUs) > 3])
 	if _, err := sale.Setup(ctx, pool, rdb, act); err != nil {
 		return nil, fmt.Errorf("set up bench activity: %w", err)
 	}
@@ -280,7 +243,7 @@ func (e *benchEnv) runOn(ctx context.Context, cfg config.Config, conns *app.Conn
 	}
 	defer gw.stop(ctx)
 	defer gwOff.stop(ctx)
-	bearer, err := mintBearers(authn, o.Warmup+o.Requests, progress)
+	tokens, err := mintTokens(authn, o.Warmup+o.Requests, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -290,9 +253,7 @@ func (e *benchEnv) runOn(ctx context.Context, cfg config.Config, conns *app.Conn
 	if info, err := rdb.InfoMap(ctx, "server").Result(); err == nil {
 		rep.RedisVersion = info["Server"]["redis_version"]
 	}
-	e.rdb, e.activity, e.keyVer, e.gw, e.gwOff, e.bearer, e.report = rdb, activityID, d.CurrentVersion(), gw, gwOff, bearer, rep
-	e.client = NewClient(o.Concurrency, 10*time.Second)
-	defer e.client.CloseIdleConnections()
+	e.rdb, e.activity, e.keyVer, e.gw, e.gwOff, e.tokens, e.report = rdb, activityID, d.CurrentVersion(), gw, gwOff, tokens, rep
 
 	if runErr := e.runPhases(ctx); runErr != nil {
 		rep.Failures = append(rep.Failures, runErr.Error())
@@ -304,27 +265,24 @@ func (e *benchEnv) runOn(ctx context.Context, cfg config.Config, conns *app.Conn
 // newReport starts the run's report: its command line and the machine.
 func (e *benchEnv) newReport(ctx context.Context, now time.Time, activityID int64) *Report {
 	o := e.o
-	cmd := fmt.Sprintf("seckill bench reserve --requests %d --concurrency %d --warmup %d --topic %s --loadgen %s --fixed-rate-duration %s",
-		o.Requests, o.Concurrency, o.Warmup, o.Topic, map[bool]string{true: LoadGenBoth, false: e.gens[0]}[len(e.gens) > 1], o.FixedRateDuration)
+	cmd := fmt.Sprintf("seckill bench reserve --requests %d --concurrency %d --warmup %d --topic %s --fixed-rate-duration %s",
+		o.Requests, o.Concurrency, o.Warmup, o.Topic, o.FixedRateDuration)
 	rep := &Report{Command: cmd, Started: now, CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), MemGiB: memTotalGiB(),
-		RedisBenchmark: Version(ctx, e.rb.Path), ActivityID: activityID,
-		Requests: o.Requests, Concurrency: o.Concurrency, Warmup: o.Warmup, Loadgens: e.gens}
-	if e.wrk != "" {
-		rep.Wrk = wrkVersion(ctx, e.wrk)
-	}
+		RedisBenchmark: toolVersion(ctx, e.rb.Path), ActivityID: activityID,
+		Requests: o.Requests, Concurrency: o.Concurrency, Warmup: o.Warmup, Wrk: toolVersion(ctx, e.wrk)}
 	return rep
 }
 
-// mintBearers mints the tokens of users 1..n ("Bearer <token>").
-func mintBearers(authn *auth.Authenticator, n int, progress func(string, ...any)) ([]string, error) {
+// mintTokens mints the tokens of users 1..n.
+func mintTokens(authn *auth.Authenticator, n int, progress func(string, ...any)) ([]string, error) {
 	progress("minting %d user tokens", n)
-	bearer := make([]string, n)
-	for i := range bearer {
+	tokens := make([]string, n)
+	for i := range tokens {
 		tok, err := authn.Mint(int64(i+1), time.Hour)
 		if err != nil {
 			return nil, err
 		}
-		bearer[i] = "Bearer " + tok
+		tokens[i] = tok
 	}
-	return bearer, nil
+	return tokens, nil
 }

@@ -1,19 +1,17 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/reservation"
@@ -26,12 +24,10 @@ type httpCase struct {
 	name, stock string
 	sku         int64
 	gw          *benchGateway
-	gen         string  // loadGenWrk or loadGenGo
 	rate        float64 // requests/s of a fixed-rate case; 0: closed loop
 	requests    int     // measured requests (after the warm-up)
 	wantStatus  int
 	wantCode    []byte
-	keys        []string // Idempotency-Key of user i+1 (Go load generator only)
 }
 
 // httpCounts are the case's counters read before and after the load.
@@ -44,17 +40,23 @@ type httpCounts struct {
 	sendDueNow int64 // send_due members still due for a (re)send
 }
 
-// driven is what one load phase measured, whichever generator drove it.
+// driven is what one wrk run measured.
 type driven struct {
-	LoadResult
+	Requests   int           // answers
+	Expected   int           // answers with the expected status and code
+	Unexpected int           // other answers and socket errors
+	Status     map[int]int   // answers by HTTP status
+	Samples    []string      // examples of unexpected answers
+	Elapsed    time.Duration // the gateway's first request to its last answer
+	Stopped    string        // why the run ended early, if it did
 	lat        Latency
 	loadgenCPU time.Duration // the external load generator's CPU (wrk)
 	p90        time.Duration
 }
 
 // newHTTPCase names the case and sets the answer it expects.
-func newHTTPCase(gw *benchGateway, stock string, sku int64, gen, suffix string, requests int) *httpCase {
-	hc := &httpCase{name: "HTTP " + stock + gw.label + suffix, stock: stock, sku: sku, gw: gw, gen: gen, requests: requests,
+func newHTTPCase(gw *benchGateway, stock string, sku int64, suffix string, requests int) *httpCase {
+	hc := &httpCase{name: "HTTP " + stock + gw.label + suffix, stock: stock, sku: sku, gw: gw, requests: requests,
 		wantStatus: http.StatusAccepted, wantCode: []byte(`"QUEUED"`)}
 	if stock == "sold-out" {
 		hc.wantStatus, hc.wantCode = http.StatusConflict, []byte(`"SOLD_OUT"`)
@@ -66,16 +68,10 @@ func newHTTPCase(gw *benchGateway, stock string, sku int64, gen, suffix string, 
 // warm-up (users 1..W), then the measured requests (users W+1..W+n).
 func (e *benchEnv) http(ctx context.Context, hc *httpCase) error {
 	total := e.o.Warmup + hc.requests
-	if hc.gen == loadGenGo {
-		hc.keys = make([]string, total)
-		for i := range hc.keys {
-			hc.keys[i] = uuid.NewString()
-		}
-	}
 	name := hc.name
 	if e.o.Warmup > 0 {
-		e.progress("%s: warm-up, %d requests (users 1..%d, %s)", name, e.o.Warmup, e.o.Warmup, hc.gen)
-		w := e.drive(ctx, hc, 0, e.o.Warmup, 0, " warm-up")
+		e.progress("%s: warm-up, %d requests (users 1..%d, wrk)", name, e.o.Warmup, e.o.Warmup)
+		w := e.drive(ctx, hc, 0, e.o.Warmup, 0)
 		if w.Unexpected > 0 || w.Stopped != "" || w.Requests != e.o.Warmup {
 			return fmt.Errorf("%s warm-up: %d of %d answered, %d unexpected (%s) %s; e.g. %s", name, w.Requests, e.o.Warmup,
 				w.Unexpected, StatusText(w.Status), w.Stopped, strings.Join(w.Samples, " | "))
@@ -94,11 +90,11 @@ func (e *benchEnv) http(ctx context.Context, hc *httpCase) error {
 	if hc.rate > 0 {
 		pace = fmt.Sprintf("paced at %.0f/s", hc.rate)
 	}
-	e.progress("%s: %d requests, %d connections, %s, %s (users %d..%d)", name, hc.requests, e.o.Concurrency, hc.gen, pace, e.o.Warmup+1, total)
+	e.progress("%s: %d requests, %d connections, wrk, %s (users %d..%d)", name, hc.requests, e.o.Concurrency, pace, e.o.Warmup+1, total)
 	if before.sample, err = e.sample(ctx); err != nil {
 		return err
 	}
-	lr := e.drive(ctx, hc, e.o.Warmup, hc.requests, hc.rate, "")
+	lr := e.drive(ctx, hc, e.o.Warmup, hc.requests, hc.rate)
 	// The gateway answers before it sends (it batches its sends): the case
 	// ends when the last queued message is published, and that tail counts.
 	if hc.stock == "in-stock" {
@@ -138,25 +134,11 @@ func (e *benchEnv) profile(hc *httpCase) (func(), error) {
 	return func() { once.Do(stop) }, nil
 }
 
-// drive runs n requests of the case from request offset on (users
-// offset+1..offset+n) with the case's load generator, paced at rate if
-// positive.
-func (e *benchEnv) drive(ctx context.Context, hc *httpCase, offset, n int, rate float64, label string) driven {
-	if hc.gen == loadGenWrk {
-		return e.driveWrk(ctx, hc, offset, n, rate)
-	}
-	lr := e.load(ctx, hc, offset, n, rate, label)
-	lat := Summarize(lr.Latencies)
-	return driven{LoadResult: lr, lat: lat, p90: percentileOf(lr.Latencies, 0.90)}
-}
-
-// driveWrk runs wrk for the case; the elapsed time is the gateway's: the
-// first request's arrival to the last answer.
-func (e *benchEnv) driveWrk(ctx context.Context, hc *httpCase, offset, n int, rate float64) driven {
-	tokens := make([]string, n)
-	for i := range tokens {
-		tokens[i] = strings.TrimPrefix(e.bearer[offset+i], "Bearer ")
-	}
+// drive runs n requests of the case with wrk from request offset on (users
+// offset+1..offset+n), paced at rate if positive; the elapsed time is the
+// gateway's: the first request's arrival to the last answer.
+func (e *benchEnv) drive(ctx context.Context, hc *httpCase, offset, n int, rate float64) driven {
+	tokens := e.tokens[offset : offset+n]
 	threads := min(e.ncpu, e.o.Concurrency)
 	if e.o.Concurrency%threads != 0 {
 		threads = 1
@@ -170,8 +152,8 @@ func (e *benchEnv) driveWrk(ctx context.Context, hc *httpCase, offset, n int, ra
 			e.progress("%s: %d/%d (%.0f/s)", hc.name, served-served0, n, float64(served-served0)/el.Seconds())
 		}}
 	wr, err := run.Run(ctx)
-	d := driven{LoadResult: LoadResult{Requests: int(wr.Answered), Expected: int(wr.Expected), Unexpected: int(wr.Unexpected),
-		Status: wr.Status, Samples: wr.Samples, Elapsed: hc.gw.win.elapsed(), Stopped: wr.Stopped},
+	d := driven{Requests: int(wr.Answered), Expected: int(wr.Expected), Unexpected: int(wr.Unexpected),
+		Status: wr.Status, Samples: wr.Samples, Elapsed: hc.gw.win.elapsed(), Stopped: wr.Stopped,
 		lat:        Latency{P50: usDur(wr.P50US), P99: usDur(wr.P99US), Max: usDur(wr.MaxUS), Mean: time.Duration(wr.MeanUS * 1e3)},
 		p90:        usDur(wr.P90US),
 		loadgenCPU: wr.CPU}
@@ -190,33 +172,13 @@ func (e *benchEnv) driveWrk(ctx context.Context, hc *httpCase, offset, n int, ra
 
 func usDur(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
 
-// percentileOf is the nearest-rank p-quantile of unsorted latencies.
-func percentileOf(d []time.Duration, p float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return Percentile(s, p)
-}
-
-// load runs n requests of the case from request offset on (users
-// offset+1..offset+n), as the Go load generator (profile label role=loadgen).
-func (e *benchEnv) load(ctx context.Context, hc *httpCase, offset, n int, rate float64, label string) LoadResult {
-	l := Load{Client: e.client, Method: http.MethodPost, URL: hc.gw.url(e.activity, hc.sku), Requests: n, Concurrency: e.o.Concurrency,
-		Rate: rate,
-		Header: func(i int, h http.Header) {
-			h["Authorization"] = []string{e.bearer[offset+i]}
-			h["Idempotency-Key"] = []string{hc.keys[offset+i]}
-		},
-		Expect: func(status int, body []byte) bool {
-			return status == hc.wantStatus && bytes.Contains(body, hc.wantCode)
-		},
-		ProgressEvery: 5 * time.Second,
-		Progress: func(done int, el time.Duration) {
-			e.progress("%s%s: %d/%d (%.0f/s)", hc.name, label, done, n, float64(done)/el.Seconds())
-		},
+// StatusText renders status counts as "202×99000 409×1000".
+func StatusText(m map[int]int) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%d×%d", k, m[k]))
 	}
-	var out LoadResult
-	pprof.Do(ctx, pprof.Labels("role", "loadgen"), func(ctx context.Context) { out = l.Run(ctx) })
-	return out
+	return strings.Join(parts, " ")
 }
 
 // publishedByGateway is the gateway's count of messages it published.
@@ -260,27 +222,17 @@ func (e *benchEnv) httpResult(hc *httpCase, lr driven, before, after httpCounts)
 	name, stock := hc.name, hc.stock
 	memo, pub := after.memo-before.memo, after.pub-before.pub
 	reserved := after.reserved - before.reserved
-	c := Case{Name: name, Path: "http", Stock: stock, Loadgen: hc.gen, TargetRPS: hc.rate, Requests: lr.Requests, Concurrency: e.o.Concurrency,
+	c := Case{Name: name, Path: "http", Stock: stock, Loadgen: LoadGenWrk, TargetRPS: hc.rate, Requests: lr.Requests, Concurrency: e.o.Concurrency,
 		ElapsedS: lr.Elapsed.Seconds(), Reservations: reserved,
 		P50MS: MS(lr.lat.P50), P90MS: MS(lr.p90), P99MS: MS(lr.lat.P99), MaxMS: MS(lr.lat.Max), LatencyMeasured: true,
 	}
-	s0, s1 := before.sample, after.sample
-	use, procs := Use(s0, s1, e.ncpu, lr.loadgenCPU), ProcDelta(s0.Procs, s1.Procs)
-	if lr.loadgenCPU > 0 {
-		procs = withChild(procs, "wrk", lr.loadgenCPU)
-	}
-	c.CPU = Cost(use, lr.Requests, e.ncpu)
-	if hc.gen == loadGenWrk {
-		c.GatewayUS = c.CPU.SelfUS
-	}
-	c.TopProcesses = topProcs(use, procs, lr.Requests)
-	c.OtherWorkPct = otherWork(use, procs, e.ncpu)
-	c.RedisSnapshots = s1.AOFRewrites - s0.AOFRewrites
+	c.account(before.sample, after.sample, e.ncpu, lr.Requests, "wrk", lr.loadgenCPU)
+	c.GatewayUS = c.CPU.SelfUS
 	if lr.Elapsed > 0 {
 		c.RPS = float64(lr.Requests) / lr.Elapsed.Seconds()
 		c.ReservationsPS = float64(reserved) / lr.Elapsed.Seconds()
 	}
-	c.Outcome = fmt.Sprintf("%s: HTTP %s, gateway answered %d; reserved %d", hc.gen, StatusText(lr.Status), after.served-before.served, reserved)
+	c.Outcome = fmt.Sprintf("wrk: HTTP %s, gateway answered %d; reserved %d", StatusText(lr.Status), after.served-before.served, reserved)
 	if stock == "in-stock" {
 		c.Outcome += fmt.Sprintf("; published to %s by the gateway %.0f; send_due %d, all rescheduled to their recheck but %d",
 			e.o.Topic, pub, after.sendDueLen, after.sendDueNow)

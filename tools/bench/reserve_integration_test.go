@@ -16,7 +16,7 @@ import (
 	"github.com/seckill/seckill/lua"
 )
 
-// A tiny `bench reserve --loadgen wrk` against the stack: every HTTP case is
+// A tiny `bench reserve` against the stack: every HTTP case is
 // driven by wrk, and Redis holds exactly what wrk was answered.
 func TestReserveWithWrkIntegration(t *testing.T) {
 	cfg := testenv.Require(t)
@@ -32,7 +32,7 @@ func TestReserveWithWrkIntegration(t *testing.T) {
 	defer cancel()
 	const n, warm = 500, 50
 	o := ReserveOptions{Requests: n, Concurrency: 10, Warmup: warm, RedisBenchmark: "redis-benchmark", Timeout: 2 * time.Minute,
-		Topic: Topic, Loadgen: LoadGenWrk, FixedRateDuration: time.Second, Keep: true}
+		Topic: Topic, FixedRateDuration: time.Second, Keep: true}
 	var log strings.Builder
 	rep, err := ReserveReport(ctx, cfg, o, &log)
 	if rep != nil {

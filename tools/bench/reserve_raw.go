@@ -51,11 +51,7 @@ func (e *benchEnv) raw(ctx context.Context, stock string, sku int64) error {
 		ElapsedS: rr.Elapsed.Seconds(), RPS: rr.Row.RPS, Reservations: reserved,
 		P50MS: rr.Row.P50MS, P99MS: rr.Row.P99MS, LatencyMeasured: rr.Row.HasLatency,
 	}
-	use, procs := Use(s0, s1, e.ncpu, rr.CPU), withChild(ProcDelta(s0.Procs, s1.Procs), "redis-benchmark", rr.CPU)
-	c.CPU = Cost(use, e.o.Requests, e.ncpu)
-	c.TopProcesses = topProcs(use, procs, e.o.Requests)
-	c.OtherWorkPct = otherWork(use, procs, e.ncpu)
-	c.RedisSnapshots = s1.AOFRewrites - s0.AOFRewrites
+	c.account(s0, s1, e.ncpu, e.o.Requests, "redis-benchmark", rr.CPU)
 	// redis-benchmark's rps is requests over its own timer; the admitted
 	// share of them runs at the same rate.
 	c.ReservationsPS = rr.Row.RPS * float64(reserved) / float64(e.o.Requests)
@@ -89,10 +85,10 @@ func collisionAllowance(n int) int64 {
 }
 
 func (e *benchEnv) evalshaStats(ctx context.Context) (calls, failed int64, err error) {
-	info, err := e.rdb.Info(ctx, "commandstats").Result()
+	info, err := e.rdb.InfoMap(ctx, "commandstats").Result()
 	if err != nil {
 		return 0, 0, fmt.Errorf("redis INFO commandstats: %w", err)
 	}
-	calls, failed = ParseCommandStat(info, "evalsha")
+	calls, failed = CommandStat(info["Commandstats"]["cmdstat_evalsha"])
 	return calls, failed, nil
 }

@@ -170,49 +170,60 @@ type sagaStarts struct {
 	done                  chan struct{}
 }
 
-// startSagas starts the backlog's sagas with the saga starter's code
-// (inbox row + ExecuteWorkflow), retrying as a broker would redeliver.
-func (e *orderEnv) startSagas(ctx context.Context, st *sagastarter.Starter, bodies [][]byte, t0 time.Time) *sagaStarts {
-	n := len(e.backlog)
+// startAll runs start(i) for every i below n from --starters goroutines,
+// counting the starts and the failures; started gets each started
+// workflow's id.
+func (e *orderEnv) startAll(ctx context.Context, n int, t0 time.Time, start func(int) (string, error), started func(string)) *sagaStarts {
 	s := &sagaStarts{done: make(chan struct{})}
-	var startWG sync.WaitGroup
+	var wg sync.WaitGroup
 	for range e.o.Starters {
-		startWG.Add(1)
+		wg.Add(1)
 		go func() {
-			defer startWG.Done()
+			defer wg.Done()
 			for ctx.Err() == nil {
 				i := int(s.next.Add(1) - 1)
 				if i >= n {
 					return
 				}
-				f := e.backlog[i]
-				d := mq.Delivered{Topic: Topic, Key: f.ReservationID.String(), Tag: "ORDER_CREATE_REQUESTED",
-					ID: f.MessageID.String(), Body: bodies[i], BrokerMsgID: "bench-" + f.MessageID.String()}
-				var err error
-				for attempt := 0; attempt < 5; attempt++ { // a redelivery, as the broker would
-					if err = st.Handle(ctx, d); err == nil || ctx.Err() != nil {
-						break
-					}
-					time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
-				}
+				id, err := start(i)
 				if err != nil {
 					s.failed.Add(1)
 					s.sample.Store(err.Error())
 					continue
 				}
 				s.started.Add(1)
-				e.mu.Lock()
-				e.startedIDs = append(e.startedIDs, workflows.ReservationWorkflowID(f.ReservationID.String()))
-				e.mu.Unlock()
+				started(id)
 			}
 		}()
 	}
 	go func() {
-		startWG.Wait()
+		wg.Wait()
 		s.elapsed.Store(int64(time.Since(t0)))
 		close(s.done)
 	}()
 	return s
+}
+
+// startSagas starts the backlog's sagas with the saga starter's code
+// (inbox row + ExecuteWorkflow), retrying as a broker would redeliver.
+func (e *orderEnv) startSagas(ctx context.Context, st *sagastarter.Starter, bodies [][]byte, t0 time.Time) *sagaStarts {
+	return e.startAll(ctx, len(e.backlog), t0, func(i int) (string, error) {
+		f := e.backlog[i]
+		d := mq.Delivered{Topic: Topic, Key: f.ReservationID.String(), Tag: "ORDER_CREATE_REQUESTED",
+			ID: f.MessageID.String(), Body: bodies[i], BrokerMsgID: "bench-" + f.MessageID.String()}
+		var err error
+		for attempt := 0; attempt < 5; attempt++ { // a redelivery, as the broker would
+			if err = st.Handle(ctx, d); err == nil || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+		}
+		return workflows.ReservationWorkflowID(f.ReservationID.String()), err
+	}, func(id string) {
+		e.mu.Lock()
+		e.startedIDs = append(e.startedIDs, id)
+		e.mu.Unlock()
+	})
 }
 
 // sagaDrain is the progress of the drain: samples of orders created over

@@ -39,6 +39,21 @@ func loopbackAddr(name, addr string) (string, int, error) {
 	return host, port, nil
 }
 
+// loopbackAll refuses a Redis or RocketMQ name server of cfg, or any other
+// address of the name, address pairs, that is not on this machine.
+func loopbackAll(cfg config.Config, pairs ...string) error {
+	pairs = append(pairs, "SECKILL_REDIS_ADDR", cfg.RedisAddr)
+	for _, ns := range cfg.RocketMQNameServers {
+		pairs = append(pairs, "SECKILL_ROCKETMQ_NAMESRV", ns)
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if _, _, err := loopbackAddr(pairs[i], pairs[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // singleRedis refuses a Redis Cluster: the benches measure the single Redis
 // (redis-benchmark drives one server).
 func singleRedis(cfg config.Config) error {

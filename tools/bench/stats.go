@@ -1,16 +1,15 @@
 package bench
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Latency summarises latencies (client-side, request sent to answer read).
@@ -47,8 +46,8 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 // redis-server (INFO cpu) and this process (getrusage).
 type CPUSample struct {
 	At           time.Time
-	MachineBusy  uint64  // jiffies not idle/iowait, all CPUs
-	MachineTotal uint64  // all jiffies, all CPUs
+	MachineBusy  float64 // seconds not idle/iowait, all CPUs
+	MachineTotal float64 // all seconds, all CPUs
 	Redis        float64 // seconds, used_cpu_user + used_cpu_sys
 	// RedisForks is used_cpu_user_children + used_cpu_sys_children: the CPU
 	// of redis-server's finished forks (AOF rewrites, RDB saves).
@@ -79,43 +78,26 @@ func Use(a, b CPUSample, ncpu int, child time.Duration) CPUUse {
 	u := CPUUse{Wall: b.At.Sub(a.At), Redis: b.Redis - a.Redis, RedisForks: b.RedisForks - a.RedisForks,
 		Self: b.Self - a.Self, Child: child.Seconds()}
 	if dt := b.MachineTotal - a.MachineTotal; dt > 0 {
-		u.Machine = float64(b.MachineBusy-a.MachineBusy) / float64(dt) * float64(ncpu) * u.Wall.Seconds()
+		u.Machine = (b.MachineBusy - a.MachineBusy) / dt * float64(ncpu) * u.Wall.Seconds()
 	}
 	return u
 }
 
-// ReadMachineCPU reads the aggregate "cpu" line of /proc/stat.
-func ReadMachineCPU() (busy, total uint64, err error) {
-	f, err := os.Open("/proc/stat")
+// ReadMachineCPU reads the machine's CPU time, seconds of all CPUs, from
+// /proc/stat (prometheus/procfs): busy is all but idle and iowait (guest
+// time is already counted in user and nice).
+func ReadMachineCPU() (busy, total float64, err error) {
+	st, err := procfs.NewDefaultFS()
 	if err != nil {
 		return 0, 0, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if !sc.Scan() {
-		return 0, 0, errors.New("/proc/stat is empty")
+	stat, err := st.Stat()
+	if err != nil {
+		return 0, 0, err
 	}
-	return ParseProcStatCPU(sc.Text())
-}
-
-// ParseProcStatCPU parses "cpu  user nice system idle iowait irq softirq steal ...".
-func ParseProcStatCPU(line string) (busy, total uint64, err error) {
-	f := strings.Fields(line)
-	if len(f) < 5 || f[0] != "cpu" {
-		return 0, 0, fmt.Errorf("not a /proc/stat cpu line: %q", line)
-	}
-	// guest and guest_nice (fields 9, 10) are already counted in user and nice.
-	for i, s := range f[1:min(len(f), 9)] {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/stat field %d: %w", i+1, err)
-		}
-		total += v
-		if i != 3 && i != 4 { // idle, iowait
-			busy += v
-		}
-	}
-	return busy, total, nil
+	c := stat.CPUTotal
+	busy = c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
+	return busy, busy + c.Idle + c.Iowait, nil
 }
 
 // SelfCPU returns this process's user + system time in seconds.
@@ -127,69 +109,39 @@ func SelfCPU() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
-// ParseRedisCPU reads used_cpu_user + used_cpu_sys (the server) and
+// RedisCPU reads used_cpu_user + used_cpu_sys (the server) and
 // used_cpu_user_children + used_cpu_sys_children (its finished forks) from
-// INFO cpu text.
-func ParseRedisCPU(info string) (server, forks float64, err error) {
-	found := 0
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok {
-			continue
-		}
-		var dst *float64
-		switch k {
-		case "used_cpu_user", "used_cpu_sys":
-			dst = &server
-			found++
-		case "used_cpu_user_children", "used_cpu_sys_children":
-			dst = &forks
-		default:
+// the INFO cpu section (go-redis's InfoMap parses INFO).
+func RedisCPU(cpu map[string]string) (server, forks float64, err error) {
+	var sums [2]float64
+	for i, k := range []string{"used_cpu_user", "used_cpu_sys", "used_cpu_user_children", "used_cpu_sys_children"} {
+		v, ok := cpu[k]
+		if !ok && i < 2 {
+			return 0, 0, fmt.Errorf("INFO cpu lacks %s", k)
+		} else if !ok {
 			continue
 		}
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			return 0, 0, fmt.Errorf("INFO cpu %s: %w", k, err)
 		}
-		*dst += f
+		sums[i/2] += f
 	}
-	if found != 2 {
-		return 0, 0, errors.New("INFO cpu lacks used_cpu_user/used_cpu_sys")
-	}
-	return server, forks, nil
+	return sums[0], sums[1], nil
 }
 
-// ParseCommandStat reads calls and failed_calls of one command from INFO
-// commandstats text (e.g. cmd "evalsha").
-func ParseCommandStat(info, cmd string) (calls, failed int64) {
-	prefix := "cmdstat_" + cmd + ":"
-	for _, line := range strings.Split(info, "\n") {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		for _, kv := range strings.Split(strings.TrimPrefix(line, prefix), ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				calls = n
-			case "failed_calls", "rejected_calls":
-				failed += n
-			}
+// CommandStat reads calls and failed (failed_calls + rejected_calls) from
+// one INFO commandstats value ("calls=…,usec=…,rejected_calls=…,failed_calls=…").
+func CommandStat(v string) (calls, failed int64) {
+	for _, kv := range strings.Split(v, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "calls":
+			calls = n
+		case "failed_calls", "rejected_calls":
+			failed += n
 		}
 	}
 	return calls, failed
-}
-
-// InfoInt reads one integer field of INFO text (0 if absent).
-func InfoInt(info, key string) int64 {
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && k == key {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	return 0
 }

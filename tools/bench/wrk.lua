@@ -1,4 +1,4 @@
--- The wrk script of `seckill-dev bench reserve --loadgen wrk` (wrk.go runs it).
+-- The wrk script of `seckill-dev bench reserve` (wrk.go runs it).
 --
 -- Arguments after "--": TOKENS THREADS SALT RATE
 --   TOKENS   a file of bearer tokens, one per line: one per request, never

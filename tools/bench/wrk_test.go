@@ -167,18 +167,3 @@ func TestWrkScriptSendsEachTokenOnce(t *testing.T) {
 		})
 	}
 }
-
-func TestLoadPaced(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }))
-	defer srv.Close()
-	l := Load{Client: NewClient(4, 5*time.Second), Method: http.MethodPost, URL: srv.URL, Requests: 100, Concurrency: 4, Rate: 200,
-		Header: func(int, http.Header) {}, Expect: func(status int, _ []byte) bool { return status == 202 }}
-	res := l.Run(context.Background())
-	if res.Expected != 100 {
-		t.Fatalf("result = %+v", res)
-	}
-	// 100 requests at 200/s: the last one leaves ~495 ms after the first.
-	if res.Elapsed < 450*time.Millisecond || res.Elapsed > 3*time.Second {
-		t.Fatalf("paced load took %s", res.Elapsed)
-	}
-}

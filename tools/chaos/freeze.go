@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/procfs"
 
 	"github.com/seckill/seckill/internal/sale"
 )
@@ -208,23 +207,10 @@ func (c *Cluster) freezer(comp string, o KillOptions) (func(syscall.Signal) erro
 // withDescendants is roots and every process below them, parents first.
 func withDescendants(roots []int) []int {
 	children := map[int][]int{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, d := range dirs {
-		b, err := os.ReadFile(d) // #nosec G304 -- /proc
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		pid, err1 := strconv.Atoi(strings.Fields(s)[0])
-		ppid, err2 := strconv.Atoi(f[1])
-		if err1 == nil && err2 == nil {
-			children[ppid] = append(children[ppid], pid)
+	procs, _ := procfs.AllProcs()
+	for _, p := range procs {
+		if st, err := p.Stat(); err == nil {
+			children[st.PPID] = append(children[st.PPID], p.PID)
 		}
 	}
 	out := slices.Clone(roots)

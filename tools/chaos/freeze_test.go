@@ -3,6 +3,7 @@ package chaos
 import (
 	"net/http"
 	"os"
+	"os/exec"
 	"reflect"
 	"slices"
 	"testing"
@@ -41,5 +42,22 @@ func TestWithDescendantsFindsChildren(t *testing.T) {
 	got := withDescendants([]int{os.Getppid()})
 	if got[0] != os.Getppid() || !slices.Contains(got, os.Getpid()) {
 		t.Fatalf("descendants of %d: %v, want it first and this test (%d) among them", os.Getppid(), got, os.Getpid())
+	}
+}
+
+// A running process is no zombie; a child that exited unwaited is one.
+func TestIsZombie(t *testing.T) {
+	if isZombie(os.Getpid()) {
+		t.Fatal("this test is a zombie")
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); !isZombie(cmd.Process.Pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d exited unwaited but is no zombie after 10s", cmd.Process.Pid)
+		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Components of the stack the kill soak kills besides the cluster's own
@@ -307,12 +309,12 @@ func stackPid(stackDir, name string) (int, error) {
 }
 
 func isZombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return true
 	}
-	f := strings.Fields(string(b))
-	return len(f) > 2 && f[2] == "Z"
+	st, err := p.Stat()
+	return err != nil || st.State == "Z"
 }
 
 func lastLines(s string, n int) string {

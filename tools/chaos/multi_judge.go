@@ -43,32 +43,37 @@ func (c *Cluster) payOrders(ctx context.Context, s *Sale, n int) error {
 	}
 	rows.Close()
 	for _, o := range orders {
-		tok, err := c.auth.Mint(o.user, time.Hour)
-		if err != nil {
+		if err := c.payOrder(ctx, hc, base, o.id, o.user); err != nil {
 			return err
-		}
-		var started struct {
-			TransactionID string `json:"transaction_id"`
-		}
-		code, err := c.callAt(ctx, hc, base, http.MethodPost, "/v1/orders/"+o.id.String()+"/payments", tok, "", nil, &started,
-			http.StatusCreated, http.StatusConflict)
-		if err != nil {
-			return err
-		}
-		if code == http.StatusConflict {
-			continue // too late: cancelled instead
-		}
-		for {
-			_, err := c.provider.Pay(ctx, started.TransactionID, paysim.PayOptions{})
-			if err == nil || errors.Is(err, paysim.ErrPaymentClosed) {
-				break
-			}
-			if waitGone(ctx, 200*time.Millisecond) != nil {
-				return fmt.Errorf("pay %s: %w", started.TransactionID, err)
-			}
 		}
 	}
 	return nil
+}
+
+// payOrder has the order's buyer pay it through the gateway base names and
+// the provider; an order too late to pay (it is cancelled instead) is left.
+func (c *Cluster) payOrder(ctx context.Context, hc *http.Client, base func() string, orderID uuid.UUID, user int64) error {
+	tok, err := c.auth.Mint(user, time.Hour)
+	if err != nil {
+		return err
+	}
+	var started struct {
+		TransactionID string `json:"transaction_id"`
+	}
+	code, err := c.callAt(ctx, hc, base, http.MethodPost, "/v1/orders/"+orderID.String()+"/payments", tok, "", nil, &started,
+		http.StatusCreated, http.StatusConflict)
+	if err != nil || code == http.StatusConflict {
+		return err
+	}
+	for {
+		_, err := c.provider.Pay(ctx, started.TransactionID, paysim.PayOptions{})
+		if err == nil || errors.Is(err, paysim.ErrPaymentClosed) {
+			return nil
+		}
+		if waitGone(ctx, 200*time.Millisecond) != nil {
+			return fmt.Errorf("pay %s: %w", started.TransactionID, err)
+		}
+	}
 }
 
 // judgeMulti checks, on the settled sale, that every lease and message took

@@ -21,7 +21,6 @@ import (
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"
-	"github.com/seckill/seckill/paysim"
 	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workflows"
 )
@@ -215,27 +214,7 @@ func (c *Cluster) pay(ctx context.Context, hc *http.Client, s *Sale) error {
 			return fmt.Errorf("no order to pay: %w", ctx.Err())
 		}
 	}
-	tok, err := c.auth.Mint(user, time.Hour)
-	if err != nil {
-		return err
-	}
-	var started struct {
-		TransactionID string `json:"transaction_id"`
-	}
-	code, err := c.callInto(ctx, hc, http.MethodPost, "/v1/orders/"+orderID.String()+"/payments", tok, "", nil, &started,
-		http.StatusCreated, http.StatusConflict)
-	if err != nil || code == http.StatusConflict {
-		return err // too late to pay: the order is cancelled instead
-	}
-	for {
-		_, err := c.provider.Pay(ctx, started.TransactionID, paysim.PayOptions{})
-		if err == nil || errors.Is(err, paysim.ErrPaymentClosed) {
-			return nil
-		}
-		if waitGone(ctx, 200*time.Millisecond) != nil {
-			return fmt.Errorf("pay %s: %w", started.TransactionID, err)
-		}
-	}
+	return c.payOrder(ctx, hc, func() string { return c.apiBase }, orderID, user)
 }
 
 // call sends one request until the gateway answers one of want (any other

@@ -3,8 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,12 +12,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
-// recordedCreateOrder records one real orders.Store.Create on a fresh
-// database with a sale of one SKU (1000 units).
-func recordedCreateOrder(t *testing.T) (Recording, string, *pgxpool.Pool) {
+// callScript is leg (a')'s script on a fresh database with a sale of one
+// SKU (1000 units).
+func callScript(t *testing.T) (PGBenchScript, string, string, *pgxpool.Pool) {
 	t.Helper()
 	cfg := testenv.Require(t)
 	dsn, pool := testenv.Database(t, cfg)
@@ -35,25 +34,23 @@ func recordedCreateOrder(t *testing.T) (Recording, string, *pgxpool.Pool) {
 		VALUES ($1, $2, $3, 1000, 1000)`, activity, sku, orderPrice); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := RecordCreateOrder(ctx, dsn, activity, sku, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ps := PGBenchScript{ActivityID: activity, SKUID: sku, PriceCents: orderPrice, ConsumerGroup: activities.OrderConsumerGroup,
+		Topic: Topic, PayloadHash: make([]byte, 32), OutboxPayload: []byte(`{"a":1}`), PaymentTimeoutSeconds: 900}
+	text, err := ps.CallText()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rec, dsn, pool
+	return ps, text, dsn, pool
 }
 
-// The replay is CreateOrder's one statement: the call of the order
-// transaction, seckill_create_order, in autocommit, with the script's own
-// ids and user.
-func TestReplayScriptMirrorsCreateOrder(t *testing.T) {
-	rec, _, _ := recordedCreateOrder(t)
-	text, err := rec.ReplayText()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := scriptStatements(text)
-	if len(rec.Statements) != 1 || len(got) != 1 || !strings.Contains(got[0], "FROM seckill_create_order(") {
-		t.Fatalf("%d recorded statements, script:\n%s", len(rec.Statements), text)
+// The script is CreateOrder's one statement, the call of the order
+// transaction seckill_create_order, with the script's own ids and user, and
+// it runs in pgbench: five transactions write five orders (each with its
+// ledger row keyed by its reservation) and take five units.
+func TestCallScriptRunsInPGBench(t *testing.T) {
+	ps, text, dsn, pool := callScript(t)
+	if got := scriptStatements(text); len(got) != 1 || !strings.Contains(got[0], "FROM seckill_create_order(") {
+		t.Fatalf("script:\n%s", text)
 	}
 	vars := map[string]bool{}
 	for _, v := range regexp.MustCompile(`(^|[^:]):([A-Za-z0-9_]+)`).FindAllStringSubmatch(text, -1) {
@@ -62,36 +59,25 @@ func TestReplayScriptMirrorsCreateOrder(t *testing.T) {
 	if len(vars) != 2 || !vars["uid"] || !vars["r"] {
 		t.Errorf("variables %v, want only :uid and :r", vars)
 	}
-	if !strings.Contains(text, `E'OCCUPY\x3a' || md5(:r::text || '`) {
-		t.Errorf("the ledger key does not derive from the transaction's reservation id:\n%s", text)
-	}
-}
-
-// The rendered scripts run in pgbench: five transactions write five orders
-// and take five units, with the stock update in place and moved last.
-func TestRecordedReplayRunsInPGBench(t *testing.T) {
-	rec, dsn, pool := recordedCreateOrder(t)
 	path, err := findPGBench("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	count := func() (orders, taken int64) {
+	count := func() (orders, taken, ledger int64) {
 		if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM orders), (SELECT initial_stock - available_stock FROM sku_inventory
-			WHERE activity_id = $1 AND sku_id = $2)`, rec.ActivityID, rec.SKUID).Scan(&orders, &taken); err != nil {
+			WHERE activity_id = $1 AND sku_id = $2), (SELECT count(*) FROM inventory_ledger l JOIN orders o USING (order_id, reservation_id)
+			WHERE l.idempotency_key = 'OCCUPY:' || l.reservation_id::text)`,
+			ps.ActivityID, ps.SKUID).Scan(&orders, &taken, &ledger); err != nil {
 			t.Fatal(err)
 		}
-		return orders, taken
+		return orders, taken, ledger
 	}
-	text, err := rec.ReplayText()
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(t.TempDir(), "replay.sql")
+	script := filepath.Join(t.TempDir(), "call.sql")
 	if err := os.WriteFile(script, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o0, s0 := count()
+	o0, s0, l0 := count()
 	var out bytes.Buffer
 	cmd := exec.Command(path, "-n", "-M", "prepared", "-f", script, "-t", "5", dsn) // #nosec G204 -- the test's own pgbench and script
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -102,7 +88,18 @@ func TestRecordedReplayRunsInPGBench(t *testing.T) {
 	if err != nil || res.Processed != 5 || res.Failed != 0 {
 		t.Fatalf("%+v %v\n%s", res, err, out.String())
 	}
-	if o1, s1 := count(); o1-o0 != 5 || s1-s0 != 5 {
-		t.Errorf("%d orders and %d units taken, want 5 and 5", o1-o0, s1-s0)
+	if o1, s1, l1 := count(); o1-o0 != 5 || s1-s0 != 5 || l1-l0 != 5 {
+		t.Errorf("%d orders, %d units taken, %d ledger rows keyed by their reservation; want 5, 5, 5", o1-o0, s1-s0, l1-l0)
 	}
+}
+
+// scriptStatements are the script's lines that are SQL.
+func scriptStatements(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if l != "" && !strings.HasPrefix(l, "--") && !strings.HasPrefix(l, `\`) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
