@@ -140,7 +140,13 @@ func New(pool *pgxpool.Pool, rdb redis.Cmdable, sagas Sagas) (*Explainer, error)
 // Explain tells the story of the purchase id belongs to (a reservation,
 // order or payment id). An id nothing knows is ErrUnknownID.
 func (e *Explainer) Explain(ctx context.Context, id uuid.UUID) (Report, error) {
-	rep := Report{ID: id, Timeline: []Event{}}
+	return e.ExplainIn(ctx, id, 0)
+}
+
+// ExplainIn is Explain with the id's sale known (activityID > 0): an id that
+// only Redis holds is then looked for among that sale's SKUs alone.
+func (e *Explainer) ExplainIn(ctx context.Context, id uuid.UUID, activityID int64) (Report, error) {
+	rep := Report{ID: id, ActivityID: activityID, Timeline: []Event{}}
 	if err := e.resolve(ctx, &rep); err != nil {
 		return rep, err
 	}
@@ -190,7 +196,7 @@ func (e *Explainer) resolve(ctx context.Context, rep *Report) error {
 		return fmt.Errorf("explain %s: %w", id, err)
 	}
 	// Not in PostgreSQL: a reservation only Redis holds (its message never arrived)?
-	k, ok, err := e.findInRedis(ctx, id)
+	k, ok, err := e.findInRedis(ctx, id, rep.ActivityID)
 	if err != nil {
 		return err
 	}

@@ -296,4 +296,13 @@ func TestExplainUnknownAndRedisOnlyIDs(t *testing.T) {
 		t.Errorf("statuses %+v redis %+v", rep.Status, rep.Redis)
 	}
 	wantConsistent(t, rep, "on its way")
+	// With its sale named, it is found among that sale's SKUs; under another
+	// sale it is not looked for anywhere else.
+	in, err := r.ex.ExplainIn(context.Background(), m.ReservationID, m.ActivityID)
+	if err != nil || in.Status.Redis != string(state.ReservationReserved) || in.SKUID != m.SKUID {
+		t.Errorf("ExplainIn its own sale = %+v, %v", in.Status, err)
+	}
+	if _, err := r.ex.ExplainIn(context.Background(), m.ReservationID, m.ActivityID+1); !errors.Is(err, explain.ErrUnknownID) {
+		t.Errorf("ExplainIn another sale = %v, want ErrUnknownID", err)
+	}
 }

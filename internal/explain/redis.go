@@ -30,27 +30,41 @@ type Redis struct {
 }
 
 // findInRedis looks for a reservation hash with id among the active SKUs
-// (a reservation PostgreSQL never saw).
-func (e *Explainer) findInRedis(ctx context.Context, id uuid.UUID) (lua.Keys, bool, error) {
-	skus, err := e.rdb.SMembers(ctx, lua.ActiveSKUs).Result()
+// (a reservation PostgreSQL never saw): those of activityID only when it is
+// positive, with the lookups pipelined (findBatch per round trip).
+func (e *Explainer) findInRedis(ctx context.Context, id uuid.UUID, activityID int64) (lua.Keys, bool, error) {
+	members, err := e.rdb.SMembers(ctx, lua.ActiveSKUs).Result()
 	if err != nil {
 		return lua.Keys{}, false, fmt.Errorf("explain %s: list active SKUs: %w", id, err)
 	}
-	for _, s := range skus {
-		k, err := lua.ParseMember(s)
-		if err != nil {
-			continue
+	var keys []lua.Keys
+	for _, m := range members {
+		if k, err := lua.ParseMember(m); err == nil && (activityID <= 0 || k.ActivityID == activityID) {
+			keys = append(keys, k)
 		}
-		n, err := e.rdb.Exists(ctx, k.Reservation(id.String())).Result()
-		if err != nil {
+	}
+	for len(keys) > 0 {
+		batch := keys[:min(findBatch, len(keys))]
+		keys = keys[len(batch):]
+		pipe := e.rdb.Pipeline()
+		found := make([]*redis.IntCmd, len(batch))
+		for i, k := range batch {
+			found[i] = pipe.Exists(ctx, k.Reservation(id.String()))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
 			return lua.Keys{}, false, fmt.Errorf("explain %s: look in Redis: %w", id, err)
 		}
-		if n == 1 {
-			return k, true, nil
+		for i, f := range found {
+			if f.Val() == 1 {
+				return batch[i], true, nil
+			}
 		}
 	}
 	return lua.Keys{}, false, nil
 }
+
+// findBatch is how many SKUs findInRedis asks about per round trip.
+const findBatch = 256
 
 // readRedis fills the Redis part of the report and its events.
 func (e *Explainer) readRedis(ctx context.Context, rep *Report) error {

@@ -17,6 +17,7 @@ var errInconsistent = errors.New("the purchase is not consistent (see the verdic
 
 func newExplainCmd() *cobra.Command {
 	var asJSON bool
+	var activity int64
 	cmd := &cobra.Command{
 		Use:   "explain <reservation_id | order_id | payment_id>",
 		Short: "Print everything the system knows about one purchase, oldest first, and whether it is consistent",
@@ -44,7 +45,7 @@ func newExplainCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep, err := ex.Explain(cmd.Context(), id)
+			rep, err := ex.ExplainIn(cmd.Context(), id, activity)
 			if err != nil {
 				return err
 			}
@@ -65,5 +66,6 @@ func newExplainCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().Int64Var(&activity, "activity", 0, "the sale the id belongs to, if known: a reservation only Redis holds is then looked for among its SKUs alone")
 	return cmd
 }
