@@ -27,6 +27,7 @@ import (
 	"github.com/seckill/seckill/internal/platform/backoff"
 	"github.com/seckill/seckill/internal/platform/lease"
 	"github.com/seckill/seckill/internal/platform/mq"
+	"github.com/seckill/seckill/internal/platform/poll"
 	"github.com/seckill/seckill/internal/reservation"
 )
 
@@ -104,24 +105,13 @@ func New(pool *pgxpool.Pool, pub reservation.Publisher, opt Options, reg prometh
 	}, nil
 }
 
-// Run relays until ctx ends.
+// Run relays until ctx ends, again at once after a full batch.
 func (r *Relay) Run(ctx context.Context) error {
-	t := time.NewTicker(r.opt.Interval)
-	defer t.Stop()
-	for {
-		n, err := r.RelayOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			r.log.Warn("outbox.relay_failed", "error", err)
-		}
-		if n == r.opt.Batch {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return poll.Run(ctx, poll.Options{Interval: r.opt.Interval, Log: r.log, FailedEvent: "outbox.relay_failed"},
+		func(ctx context.Context) (bool, error) {
+			n, err := r.RelayOnce(ctx)
+			return n == r.opt.Batch, err
+		})
 }
 
 type claimed struct {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/seckill/seckill/internal/platform/backoff"
 	"github.com/seckill/seckill/internal/platform/lease"
+	"github.com/seckill/seckill/internal/platform/poll"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -96,24 +97,13 @@ func New(pool *pgxpool.Pool, tc workflows.Starter, opt Options, reg prometheus.R
 	}, nil
 }
 
-// Run relays until ctx ends.
+// Run relays until ctx ends, again at once after a full batch (more may be due).
 func (r *Relay) Run(ctx context.Context) error {
-	t := time.NewTicker(r.opt.Interval)
-	defer t.Stop()
-	for {
-		n, err := r.Once(ctx)
-		if err != nil && ctx.Err() == nil {
-			r.log.Warn("refundrelay.poll_failed", "error", err)
-		}
-		if n == r.opt.Batch {
-			continue // more may be due
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return poll.Run(ctx, poll.Options{Interval: r.opt.Interval, Log: r.log, FailedEvent: "refundrelay.poll_failed"},
+		func(ctx context.Context) (bool, error) {
+			n, err := r.Once(ctx)
+			return n == r.opt.Batch, err
+		})
 }
 
 type task struct {
