@@ -125,13 +125,13 @@ var OutboxMoves = Machine[Outbox]{
 	Moves: []Move[Outbox]{
 		{"", OutboxPending, "internal/outbox/outbox.go Insert"},
 		{"", OutboxPending, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"}, // ORDER_CREATED, RESERVATION_COMPENSATE_REQUIRED
-		{OutboxPending, OutboxSending, "workers/outboxrelay/relay.go RelayOnce"},
-		{OutboxRetry, OutboxSending, "workers/outboxrelay/relay.go RelayOnce"},
-		{OutboxSending, OutboxSending, "workers/outboxrelay/relay.go RelayOnce"}, // its lease ran out
-		{OutboxSending, OutboxSent, "workers/outboxrelay/relay.go send"},
-		{OutboxSending, OutboxRetry, "workers/outboxrelay/relay.go send"},
-		{OutboxSending, OutboxManual, "workers/outboxrelay/relay.go send"}, // out of attempts
-		{OutboxSending, OutboxRetry, "internal/reconcile/reconcile.go outbox"},
+		{OutboxPending, OutboxSending, "internal/outbox/relay.go Claim"},
+		{OutboxRetry, OutboxSending, "internal/outbox/relay.go Claim"},
+		{OutboxSending, OutboxSending, "internal/outbox/relay.go Claim"}, // its lease ran out
+		{OutboxSending, OutboxSent, "internal/outbox/relay.go MarkSent"},
+		{OutboxSending, OutboxRetry, "internal/outbox/relay.go MarkFailed"},
+		{OutboxSending, OutboxManual, "internal/outbox/relay.go MarkFailed"},  // out of attempts
+		{OutboxSending, OutboxRetry, "internal/outbox/relay.go RetryExpired"}, // reconciliation,
 	},
 }
 
@@ -141,8 +141,8 @@ var RefundMoves = Machine[Refund]{
 	States: []Refund{RefundPending, RefundStarted, RefundDone, RefundManual},
 	Moves: []Move[Refund]{
 		{"", RefundPending, "internal/payments/refund.go oweRefund"},
-		{"", RefundPending, "internal/reconcile/payments.go refunds"},
-		{RefundPending, RefundStarted, "workers/refundrelay/relay.go start"},
+		{"", RefundPending, "internal/payments/refundtask.go OweRefundNow"}, // reconciliation,
+		{RefundPending, RefundStarted, "internal/payments/refundtask.go RefundStarted"},
 		{RefundPending, RefundDone, "internal/payments/refund.go FinishRefund"},
 		{RefundStarted, RefundDone, "internal/payments/refund.go FinishRefund"},
 		{RefundManual, RefundDone, "internal/payments/refund.go FinishRefund"}, // held, settled with the provider by hand (docs/operations.md#refund-backlog)

@@ -38,11 +38,11 @@ var unchecked = map[string]string{
 		"WHERE EXCLUDED.status = 'PENDING': FAILED → PENDING and a stale PENDING → PENDING",
 	"internal/repairs/repairs.go Finish repair_task→?": "status = $2 (APPLIED or FAILED) by repair_id, no status " +
 		"condition: only the run that claimed the repair (PENDING) finishes it",
-	"workers/outboxrelay/relay.go claim event_outbox→SENDING": "its status condition is in the candidates CTE " +
+	"internal/outbox/relay.go Claim event_outbox→SENDING": "its status condition is in the candidates CTE " +
 		"(PENDING, RETRY, a SENDING whose lease ran out): all → SENDING are listed",
-	"workers/outboxrelay/relay.go handBack event_outbox→?": "CASE ... 'PENDING' ELSE 'RETRY' from SENDING " +
+	"internal/outbox/relay.go HandBack event_outbox→?": "CASE ... 'PENDING' ELSE 'RETRY' from SENDING " +
 		"(finding: SENDING → PENDING, a first attempt handed back, is not in OutboxMoves)",
-	"workers/outboxrelay/relay.go send event_outbox→?": "status = $3 (SENT, RETRY or MANUAL) from SENDING: all listed",
+	"internal/outbox/relay.go MarkFailed event_outbox→?": "status = $3 (RETRY or MANUAL, refused otherwise) from SENDING: both listed",
 }
 
 // admitted are moves an UPDATE's WHERE lets through that its machine does

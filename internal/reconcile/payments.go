@@ -52,14 +52,11 @@ func (r *Reconciler) refunds(ctx context.Context, rep *Report) error {
 			continue
 		}
 		r.auto(ctx, rep, RefundOwed, "payment:"+o.paymentID.String(), o.attempts, "REFUNDED", ev, func() (string, error) {
-			tag, err := r.pool.Exec(ctx, `
-				INSERT INTO refund_task (payment_id, order_id, activity_id, sku_id) VALUES ($1, $2, $3, $4)
-				ON CONFLICT (payment_id) DO UPDATE SET next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
-				WHERE refund_task.status <> 'DONE'`, o.paymentID, o.orderID, o.activityID, o.skuID)
+			n, err := r.stores.Payments.OweRefundNow(ctx, o.paymentID, o.orderID, o.activityID, o.skuID)
 			if err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("refund task due now (%d row)", tag.RowsAffected()), nil
+			return fmt.Sprintf("refund task due now (%d row)", n), nil
 		})
 	}
 	return nil

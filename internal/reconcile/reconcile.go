@@ -27,6 +27,7 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/invariants"
 	"github.com/seckill/seckill/internal/inventory"
+	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/internal/platform/skuloop"
@@ -239,31 +240,14 @@ func (r *Reconciler) sku(ctx context.Context, k lua.SKU, rep *Report) (pgD, redi
 }
 
 func (r *Reconciler) outbox(ctx context.Context, rep *Report) error {
-	rows, err := r.pool.Query(ctx, `SELECT event_id, attempt_count, lease_owner FROM event_outbox
-		WHERE status = 'SENDING' AND lease_until < $1`, rep.Watermark)
+	list, err := outbox.ExpiredLeases(ctx, r.pool, rep.Watermark)
 	if err != nil {
-		return fmt.Errorf("list outbox: %w", err)
+		return err
 	}
-	type ob struct {
-		id       uuid.UUID
-		attempts int64
-		owner    *string
-	}
-	var list []ob
-	for rows.Next() {
-		var o ob
-		if err := rows.Scan(&o.id, &o.attempts, &o.owner); err != nil {
-			rows.Close()
-			return err
-		}
-		list = append(list, o)
-	}
-	rows.Close()
 	for _, o := range list {
-		r.auto(ctx, rep, OutboxLeaseExpired, "outbox:"+o.id.String(), o.attempts, "RETRY", map[string]any{"lease_owner": o.owner}, func() (string, error) {
-			tag, err := r.pool.Exec(ctx, `UPDATE event_outbox SET status = 'RETRY', lease_owner = NULL, lease_until = NULL,
-				next_retry_at = clock_timestamp() WHERE event_id = $1 AND status = 'SENDING' AND lease_until < $2`, o.id, rep.Watermark)
-			return fmt.Sprintf("%d rows back to RETRY", tag.RowsAffected()), err
+		r.auto(ctx, rep, OutboxLeaseExpired, "outbox:"+o.EventID.String(), o.Attempts, "RETRY", map[string]any{"lease_owner": o.Owner}, func() (string, error) {
+			n, err := outbox.RetryExpired(ctx, r.pool, o.EventID, rep.Watermark)
+			return fmt.Sprintf("%d rows back to RETRY", n), err
 		})
 	}
 	return nil

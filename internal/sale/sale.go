@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -183,25 +184,13 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, a Activit
 // row, whose stock, price and bucket count are kept.
 func upsertSKU(ctx context.Context, tx pgx.Tx, activityID int64, i int, s SKU) (SKUResult, error) {
 	r := SKUResult{SKUID: s.SKUID}
-	err := tx.QueryRow(ctx, `
-		INSERT INTO sku_inventory (activity_id, sku_id, price_cents, initial_stock, available_stock, buckets)
-		VALUES ($1, $2, $3, $4, $4, $5)
-		ON CONFLICT (activity_id, sku_id) DO NOTHING
-		RETURNING initial_stock, available_stock, price_cents, buckets`,
-		activityID, s.SKUID, s.PriceCents, s.Stock, max(s.Buckets, 1)).Scan(&r.InitialStock, &r.AvailableStock, &r.PriceCents, &r.Buckets)
-	switch {
-	case err == nil:
-		r.Created = true
-	case errors.Is(err, pgx.ErrNoRows):
-		if err := tx.QueryRow(ctx, `SELECT initial_stock, available_stock, price_cents, buckets FROM sku_inventory
-			WHERE activity_id = $1 AND sku_id = $2`, activityID, s.SKUID).Scan(&r.InitialStock, &r.AvailableStock, &r.PriceCents, &r.Buckets); err != nil {
-			return r, fmt.Errorf("read sku %d: %w", s.SKUID, err)
-		}
-		if s.Buckets != 0 && s.Buckets != r.Buckets {
-			return r, &BucketsFixedError{Field: fmt.Sprintf("skus[%d].buckets", i), SKUID: s.SKUID, Stored: r.Buckets}
-		}
-	default:
-		return r, fmt.Errorf("insert sku %d: %w", s.SKUID, err)
+	st, created, err := inventory.AddSKU(ctx, tx, inventory.SKU{ActivityID: activityID, SKUID: s.SKUID}, s.PriceCents, s.Stock, max(s.Buckets, 1))
+	if err != nil {
+		return r, err
+	}
+	r.Created, r.InitialStock, r.AvailableStock, r.PriceCents, r.Buckets = created, st.InitialStock, st.AvailableStock, st.PriceCents, st.Buckets
+	if !created && s.Buckets != 0 && s.Buckets != r.Buckets {
+		return r, &BucketsFixedError{Field: fmt.Sprintf("skus[%d].buckets", i), SKUID: s.SKUID, Stored: r.Buckets}
 	}
 	return r, nil
 }

@@ -12,7 +12,11 @@
 //     than 80 lines;
 //   - the production binary (cmd/seckill) depends on no development package:
 //     tools/..., internal/testenv, e2e, deploy, cmd/seckill-dev (deps.go,
-//     from go list -deps, with and without -tags failpoints).
+//     from go list -deps, with and without -tags failpoints);
+//   - every table has one owner (owners.go): each table migrations create
+//     has a row in docs/architecture.md's "One owner per table", and no
+//     production SQL outside that package writes it (INSERT, UPDATE,
+//     DELETE); development code may.
 //
 // It prints one line per violation and exits 1 if there is any.
 package main
@@ -51,14 +55,23 @@ var platformImports = []string{"lua"}
 // workflowImports are the module packages workflows may import.
 var workflowImports = []string{"activities", "state", "internal/events"}
 
+// tableOwners is each table's owning folder (ownersDoc), set by main; nil
+// skips the check.
+var tableOwners map[string]string
+
 func main() {
 	root := "."
 	if len(os.Args) > 1 {
 		root = os.Args[1]
 	}
-	var problems []string
+	owners, problems, err := loadOwners(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "archlint:", err)
+		os.Exit(2)
+	}
+	tableOwners = owners
 	// #nosec G703 -- root is the module folder the developer runs the lint in
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -117,6 +130,9 @@ func check(path, rel string) ([]string, error) {
 		if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxFuncLine {
 			out = append(out, fmt.Sprintf("%s:%d: func %s is %d lines (at most %d)", rel, fset.Position(fd.Pos()).Line, fd.Name.Name, n, maxFuncLine))
 		}
+	}
+	if tableOwners != nil {
+		out = append(out, checkWrites(fset, f, rel, tableOwners)...)
 	}
 	top := strings.SplitN(rel, "/", 2)[0]
 	for _, imp := range f.Imports {

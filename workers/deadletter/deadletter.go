@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/seckill/seckill/internal/platform/mq"
+	"github.com/seckill/seckill/internal/quarantine"
 )
 
 // Defaults of Options.
@@ -41,7 +42,7 @@ const (
 
 // SourceDLQ is message_quarantine.source of the rows this package writes (the
 // saga starter's own quarantine rows are 'CONSUMER').
-const SourceDLQ = "DLQ"
+const SourceDLQ = quarantine.SourceDLQ
 
 // Topic is the broker's dead-letter topic of consumer group group.
 func Topic(group string) string { return "%DLQ%" + group }
@@ -150,15 +151,13 @@ func (c *Consumer) Handle(ctx context.Context, d mq.Delivered) error {
 	}
 	hash := sha256.Sum256(d.Body)
 	reason := fmt.Sprintf("DLQ: redelivered %d times without success", Redeliveries(d.ReconsumeTimes))
-	tag, err := c.pool.Exec(ctx, `
-		INSERT INTO message_quarantine (consumer_group, topic, message_id, broker_msg_id, reason, payload_hash, body, source, reconsume_times)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (consumer_group, broker_msg_id) DO NOTHING`,
-		c.opt.Group, topic, d.ID, d.BrokerMsgID, reason, hash[:], d.Body, SourceDLQ, d.ReconsumeTimes)
+	reconsumed := d.ReconsumeTimes
+	wrote, err := quarantine.Insert(ctx, c.pool, quarantine.Message{Group: c.opt.Group, Topic: topic, MessageID: d.ID,
+		BrokerMsgID: d.BrokerMsgID, Reason: reason, PayloadHash: hash[:], Body: d.Body, Source: SourceDLQ, ReconsumeTimes: &reconsumed})
 	if err != nil {
 		return fmt.Errorf("quarantine dead-lettered message %s (broker id %s): %w", d.ID, d.BrokerMsgID, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !wrote {
 		// The same broker message again (an acknowledgement was lost): recorded already.
 		c.log.Info("mq.dead_lettered_duplicate", "message_id", d.ID, "broker_msg_id", d.BrokerMsgID, "consumer_group", c.opt.Group)
 		return nil

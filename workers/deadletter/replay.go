@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/platform/mq"
+	"github.com/seckill/seckill/internal/quarantine"
 	"github.com/seckill/seckill/internal/reservation"
 )
 
@@ -112,14 +112,7 @@ func Replay(ctx context.Context, pool *pgxpool.Pool, pub reservation.Publisher, 
 	if opts.Limit > 0 {
 		limit = &opts.Limit
 	}
-	rows, err := pool.Query(ctx, `
-		SELECT message_id FROM message_quarantine
-		WHERE source = $1 AND consumer_group = $2 AND replayed_at IS NULL
-		GROUP BY message_id ORDER BY min(created_at), message_id LIMIT $3`, SourceDLQ, opts.Group, limit)
-	if err != nil {
-		return rep, fmt.Errorf("list dead letters of %s: %w", opts.Group, err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	ids, err := quarantine.Unreplayed(ctx, pool, opts.Group, limit)
 	if err != nil {
 		return rep, fmt.Errorf("list dead letters of %s: %w", opts.Group, err)
 	}
@@ -145,11 +138,7 @@ func Replay(ctx context.Context, pool *pgxpool.Pool, pub reservation.Publisher, 
 }
 
 // dlqCopy is one unreplayed dead-lettered row.
-type dlqCopy struct {
-	id    int64
-	topic string
-	body  []byte
-}
+type dlqCopy = quarantine.Copy
 
 // replayOne handles one message_id; its error is a PostgreSQL failure
 // before the send, a failed send or mark is an item with outcome Failed.
@@ -225,7 +214,7 @@ func record(ctx context.Context, conn *pgxpool.Conn, group string, copies []dlqC
 		return
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) // no-op after Commit
-	count, err := markReplayed(ctx, tx, group, it.MessageID, copies)
+	count, err := quarantine.MarkReplayed(ctx, tx, group, it.MessageID, copies)
 	if err != nil {
 		// The rollback leaves every row unreplayed: a rerun sends it once more, which consumers dedupe.
 		it.Outcome, it.Detail = Failed, fmt.Sprintf("sent as %s but not marked replayed: %v", brokerID, err)
@@ -268,59 +257,14 @@ func unlockMessage(ctx context.Context, conn *pgxpool.Conn, group, messageID str
 	}
 }
 
-// querier is a pool or one of its connections.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // readCopies reads the message's unreplayed copies, oldest first, without
 // locking them.
-func readCopies(ctx context.Context, q querier, group, messageID string) ([]dlqCopy, error) {
-	rows, err := q.Query(ctx, `
-		SELECT quarantine_id, topic, body FROM message_quarantine
-		WHERE source = $1 AND consumer_group = $2 AND message_id = $3 AND replayed_at IS NULL
-		ORDER BY created_at, quarantine_id`, SourceDLQ, group, messageID)
-	if err != nil {
-		return nil, fmt.Errorf("replay %s: read its rows: %w", messageID, err)
-	}
-	copies, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dlqCopy, error) {
-		var c dlqCopy
-		return c, r.Scan(&c.id, &c.topic, &c.body)
-	})
+func readCopies(ctx context.Context, db quarantine.DB, group, messageID string) ([]dlqCopy, error) {
+	copies, err := quarantine.Copies(ctx, db, group, messageID)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: read its rows: %w", messageID, err)
 	}
 	return copies, nil
-}
-
-// markReplayed marks the copies replayed and returns the message_id's
-// replay count (across the copies of earlier replays too).
-func markReplayed(ctx context.Context, tx pgx.Tx, group, messageID string, copies []dlqCopy) (int, error) {
-	ids := make([]int64, len(copies))
-	for i, c := range copies {
-		ids[i] = c.id
-	}
-	rows, err := tx.Query(ctx, `
-		WITH n AS (
-			SELECT coalesce(max(replay_count), 0) + 1 AS n FROM message_quarantine
-			WHERE source = $1 AND consumer_group = $2 AND message_id = $3)
-		UPDATE message_quarantine SET replayed_at = clock_timestamp(), replay_count = (SELECT n FROM n)
-		WHERE quarantine_id = ANY($4) AND replayed_at IS NULL
-		RETURNING replay_count`, SourceDLQ, group, messageID, ids)
-	if err != nil {
-		return 0, err
-	}
-	counts, err := pgx.CollectRows(rows, pgx.RowTo[int])
-	if err != nil {
-		return 0, err
-	}
-	if len(counts) != len(ids) {
-		// Some were marked meanwhile (by hand, or by a run that took the lock
-		// after this one's session was lost): never report a half-marked
-		// replay as done.
-		return 0, fmt.Errorf("marked %d of %d rows", len(counts), len(ids))
-	}
-	return counts[0], nil
 }
 
 // replayMessage rebuilds the message the gateway sent (internal/reservation:
@@ -328,18 +272,18 @@ func markReplayed(ctx context.Context, tx pgx.Tx, group, messageID string, copie
 // oldest copy; detail says why it must not be replayed automatically.
 func replayMessage(messageID string, copies []dlqCopy) (msg mq.Message, detail string) {
 	first := copies[0]
-	msg = mq.Message{Topic: first.topic, ID: messageID, Tag: events.TypeOrderCreateRequested, Body: first.body}
-	if first.topic == "" || strings.HasPrefix(first.topic, "%") {
-		return msg, fmt.Sprintf("original topic %q is not a business topic", first.topic)
+	msg = mq.Message{Topic: first.Topic, ID: messageID, Tag: events.TypeOrderCreateRequested, Body: first.Body}
+	if first.Topic == "" || strings.HasPrefix(first.Topic, "%") {
+		return msg, fmt.Sprintf("original topic %q is not a business topic", first.Topic)
 	}
 	var business []byte
 	for i, c := range copies {
-		m, err := events.DecodeOrderCreateRequested(c.body)
+		m, err := events.DecodeOrderCreateRequested(c.Body)
 		if err != nil {
-			return msg, fmt.Sprintf("copy %d is not a valid ORDER_CREATE_REQUESTED: %v", c.id, err)
+			return msg, fmt.Sprintf("copy %d is not a valid ORDER_CREATE_REQUESTED: %v", c.ID, err)
 		}
 		if m.MessageID.String() != messageID {
-			return msg, fmt.Sprintf("copy %d carries message_id %s in its body", c.id, m.MessageID)
+			return msg, fmt.Sprintf("copy %d carries message_id %s in its body", c.ID, m.MessageID)
 		}
 		// Copies may differ in transport metadata (retry_count of a re-send),
 		// never in the business payload (the inbox's payload hash).
@@ -349,10 +293,10 @@ func replayMessage(messageID string, copies []dlqCopy) (msg mq.Message, detail s
 			continue
 		}
 		if !bytes.Equal(h[:], business) {
-			return msg, fmt.Sprintf("copies %d and %d carry different payloads under one message_id", first.id, c.id)
+			return msg, fmt.Sprintf("copies %d and %d carry different payloads under one message_id", first.ID, c.ID)
 		}
-		if c.topic != first.topic {
-			return msg, fmt.Sprintf("copies %d and %d came from different topics (%s, %s)", first.id, c.id, first.topic, c.topic)
+		if c.Topic != first.Topic {
+			return msg, fmt.Sprintf("copies %d and %d came from different topics (%s, %s)", first.ID, c.ID, first.Topic, c.Topic)
 		}
 	}
 	return msg, ""

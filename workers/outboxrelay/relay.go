@@ -9,13 +9,13 @@
 // attempt_count counts sends begun, and only a crashed relay's lease
 // expires; such a row is claimed again, counting the dead claim as an
 // attempt (it may have sent). Downstream consumers dedupe by event_id with
-// their own inbox rows.
+// their own inbox rows. The rows' SQL is internal/outbox's (relay.go), the
+// table's owner.
 package outboxrelay
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -24,10 +24,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/platform/backoff"
 	"github.com/seckill/seckill/internal/platform/lease"
 	"github.com/seckill/seckill/internal/platform/mq"
+	"github.com/seckill/seckill/internal/platform/poll"
 	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/state"
 )
 
 // Options of a Relay.
@@ -104,42 +107,28 @@ func New(pool *pgxpool.Pool, pub reservation.Publisher, opt Options, reg prometh
 	}, nil
 }
 
-// Run relays until ctx ends.
+// Run relays until ctx ends, again at once after a full batch.
 func (r *Relay) Run(ctx context.Context) error {
-	t := time.NewTicker(r.opt.Interval)
-	defer t.Stop()
-	for {
-		n, err := r.RelayOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			r.log.Warn("outbox.relay_failed", "error", err)
-		}
-		if n == r.opt.Batch {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-type claimed struct {
-	eventID  uuid.UUID
-	key      string
-	typ      string
-	payload  []byte
-	attempts int
-	reclaim  bool
+	return poll.Run(ctx, poll.Options{Interval: r.opt.Interval, Log: r.log, FailedEvent: "outbox.relay_failed"},
+		func(ctx context.Context) (bool, error) {
+			n, err := r.RelayOnce(ctx)
+			return n == r.opt.Batch, err
+		})
 }
 
 // RelayOnce claims one batch, sends what its lease covers, records the
 // outcomes and hands back the rest. It returns how many rows it claimed.
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	budget := lease.Start(time.Now(), r.opt.Lease) // before the claim: its lease_until is no earlier
-	batch, err := r.claim(ctx)
+	batch, err := outbox.Claim(ctx, r.pool, r.opt.Batch, r.opt.Owner, r.opt.Lease)
 	if err != nil {
 		return 0, err
+	}
+	for _, c := range batch {
+		if c.Reclaim {
+			r.expired.Inc()
+			r.log.Warn("outbox.lease_expired_reclaimed", "outbox_event_id", c.EventID, "attempt_count", c.Attempts)
+		}
 	}
 	for i, c := range batch {
 		start := time.Now()
@@ -153,101 +142,48 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	return len(batch), nil
 }
 
-// claim leases up to Batch due rows, counting an attempt on each.
-func (r *Relay) claim(ctx context.Context) ([]claimed, error) {
-	rows, err := r.pool.Query(ctx, `
-		WITH candidates AS (
-			SELECT event_id, status AS prev_status FROM event_outbox
-			WHERE (status IN ('PENDING', 'RETRY') OR (status = 'SENDING' AND lease_until < clock_timestamp()))
-			  AND next_retry_at <= clock_timestamp()
-			ORDER BY next_retry_at, created_at
-			FOR UPDATE SKIP LOCKED
-			LIMIT $1
-		)
-		UPDATE event_outbox AS o
-		SET status = 'SENDING', lease_owner = $2, lease_until = clock_timestamp() + $3::interval,
-		    attempt_count = attempt_count + 1
-		FROM candidates c
-		WHERE o.event_id = c.event_id
-		RETURNING o.event_id, o.message_key, o.event_type, o.payload::text, o.attempt_count, c.prev_status = 'SENDING'`,
-		r.opt.Batch, r.opt.Owner, r.opt.Lease.String())
-	if err != nil {
-		return nil, fmt.Errorf("claim outbox batch: %w", err)
-	}
-	var batch []claimed
-	for rows.Next() {
-		var c claimed
-		var payload string
-		if err := rows.Scan(&c.eventID, &c.key, &c.typ, &payload, &c.attempts, &c.reclaim); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("scan outbox row: %w", err)
-		}
-		c.payload = []byte(payload)
-		if c.reclaim {
-			r.expired.Inc()
-			r.log.Warn("outbox.lease_expired_reclaimed", "outbox_event_id", c.eventID, "attempt_count", c.attempts)
-		}
-		batch = append(batch, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim outbox batch: %w", err)
-	}
-	return batch, nil
-}
-
 // handBack returns claimed rows whose send was not begun (what is left of
 // the lease cannot cover one, or the relay stops): the claim's attempt is
-// taken back and the rows are due at once, for any relay. Rows no longer
-// ours are left alone. Should it fail, the rows come back when the lease
-// ends, as a crashed relay's do.
-func (r *Relay) handBack(ctx context.Context, rest []claimed) {
+// taken back and the rows are due at once, for any relay. Should it fail,
+// the rows come back when the lease ends, as a crashed relay's do.
+func (r *Relay) handBack(ctx context.Context, rest []outbox.Claimed) {
 	ids := make([]uuid.UUID, len(rest))
 	for i, c := range rest {
-		ids[i] = c.eventID
+		ids[i] = c.EventID
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease.Slack(r.opt.Lease))
 	defer cancel()
-	tag, err := r.pool.Exec(ctx, `
-		UPDATE event_outbox SET status = CASE WHEN attempt_count <= 1 THEN 'PENDING' ELSE 'RETRY' END,
-		       attempt_count = attempt_count - 1, lease_owner = NULL, lease_until = NULL
-		WHERE event_id = ANY($1) AND status = 'SENDING' AND lease_owner = $2`, ids, r.opt.Owner)
+	n, err := outbox.HandBack(ctx, r.pool, r.opt.Owner, ids)
 	if err != nil {
 		r.log.Warn("outbox.hand_back_failed", "rows", len(ids), "error", err)
 		return
 	}
-	r.log.Info("outbox.handed_back", "rows", tag.RowsAffected(), "send_timeout", r.opt.SendTimeout.String(),
+	r.log.Info("outbox.handed_back", "rows", n, "send_timeout", r.opt.SendTimeout.String(),
 		"lease", r.opt.Lease.String())
 }
 
 // send sends c, done by sendBy (within its lease), and records the outcome.
-func (r *Relay) send(ctx context.Context, c claimed, sendBy time.Time) {
+func (r *Relay) send(ctx context.Context, c outbox.Claimed, sendBy time.Time) {
 	sctx, cancel := context.WithDeadline(ctx, sendBy)
-	_, err := r.pub.Send(sctx, mq.Message{Topic: r.opt.Topic, Key: c.key, Tag: c.typ, ID: c.eventID.String(), Body: c.payload})
+	_, err := r.pub.Send(sctx, mq.Message{Topic: r.opt.Topic, Key: c.Key, Tag: c.Type, ID: c.EventID.String(), Body: c.Payload})
 	cancel()
 	if err == nil {
-		if _, err := r.pool.Exec(ctx, `
-			UPDATE event_outbox SET status = 'SENT', sent_at = clock_timestamp(), lease_owner = NULL, lease_until = NULL, last_error = NULL
-			WHERE event_id = $1 AND status = 'SENDING' AND lease_owner = $2`, c.eventID, r.opt.Owner); err != nil {
-			r.log.Warn("outbox.mark_sent_failed", "outbox_event_id", c.eventID, "error", err) // re-sent after the lease: harmless
+		if err := outbox.MarkSent(ctx, r.pool, r.opt.Owner, c.EventID); err != nil {
+			r.log.Warn("outbox.mark_sent_failed", "outbox_event_id", c.EventID, "error", err) // re-sent after the lease: harmless
 		}
 		r.sent.WithLabelValues("sent").Inc()
 		return
 	}
 	if errors.Is(err, mq.ErrSendUnknown) {
-		r.log.Warn("outbox.send_unknown", "outbox_event_id", c.eventID, "attempt_count", c.attempts, "error", err)
+		r.log.Warn("outbox.send_unknown", "outbox_event_id", c.EventID, "attempt_count", c.Attempts, "error", err)
 	}
-	status, result := "RETRY", "retry"
-	if c.attempts >= r.opt.MaxAttempts {
-		status, result = "MANUAL", "manual"
-		r.log.Error("outbox.manual", "outbox_event_id", c.eventID, "event_type", c.typ, "attempt_count", c.attempts, "error", err)
+	status, result := state.OutboxRetry, "retry"
+	if c.Attempts >= r.opt.MaxAttempts {
+		status, result = state.OutboxManual, "manual"
+		r.log.Error("outbox.manual", "outbox_event_id", c.EventID, "event_type", c.Type, "attempt_count", c.Attempts, "error", err)
 	}
-	if _, uerr := r.pool.Exec(ctx, `
-		UPDATE event_outbox SET status = $3, next_retry_at = clock_timestamp() + $4::interval,
-		       lease_owner = NULL, lease_until = NULL, last_error = $5
-		WHERE event_id = $1 AND status = 'SENDING' AND lease_owner = $2`,
-		c.eventID, r.opt.Owner, status, r.Backoff(c.attempts).String(), truncate(err.Error(), 500)); uerr != nil {
-		r.log.Warn("outbox.mark_retry_failed", "outbox_event_id", c.eventID, "error", uerr)
+	if uerr := outbox.MarkFailed(ctx, r.pool, r.opt.Owner, c.EventID, status, r.Backoff(c.Attempts), err.Error()); uerr != nil {
+		r.log.Warn("outbox.mark_retry_failed", "outbox_event_id", c.EventID, "error", uerr)
 	}
 	r.sent.WithLabelValues(result).Inc()
 }
@@ -258,19 +194,8 @@ func (r *Relay) Backoff(attempt int) time.Duration {
 }
 
 func (r *Relay) observe(ctx context.Context) {
-	var n int64
-	var age float64
-	if err := r.pool.QueryRow(ctx, `
-		SELECT count(*), COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)
-		FROM event_outbox WHERE status IN ('PENDING', 'RETRY', 'SENDING')`).Scan(&n, &age); err == nil {
+	if n, oldest, err := outbox.Backlog(ctx, r.pool); err == nil {
 		r.pending.Set(float64(n))
-		r.oldest.Set(age)
+		r.oldest.Set(oldest.Seconds())
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

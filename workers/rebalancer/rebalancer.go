@@ -19,6 +19,7 @@ import (
 
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/internal/platform/poll"
 	"github.com/seckill/seckill/internal/platform/skuloop"
 	"github.com/seckill/seckill/lua"
 )
@@ -95,28 +96,19 @@ func New(rdb redis.Cmdable, opt Options, m *metrics.Rebalance, fp *failpoint.Set
 
 // Run ticks until ctx ends, while it holds the lease, and drops the lease on exit.
 func (r *Rebalancer) Run(ctx context.Context) error {
-	defer r.releaseOnExit()
-	t := time.NewTicker(r.opt.Interval)
-	defer t.Stop()
-	for {
-		held, err := r.Acquire(ctx)
-		if err != nil && ctx.Err() == nil {
-			r.log.Warn("rebalance.lease_failed", "error", err)
-		}
-		if held {
+	held := func(h bool) {
+		if h {
 			r.m.LeaseHeld.Set(1)
-			if _, err := r.TickOnce(ctx); err != nil && ctx.Err() == nil && !skuloop.Only(err) { // each failed SKU is logged already
-				r.log.Warn("rebalance.tick_failed", "error", err)
-			}
 		} else {
 			r.m.LeaseHeld.Set(0)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
 	}
+	return poll.Run(ctx, poll.Options{Interval: r.opt.Interval, Log: r.log, FailedEvent: "rebalance.tick_failed",
+		Lease: &poll.Lease{Acquire: r.Acquire, Held: held, Release: r.releaseOnExit, FailedEvent: "rebalance.lease_failed"}},
+		func(ctx context.Context) (bool, error) {
+			_, err := r.TickOnce(ctx)
+			return false, err
+		})
 }
 
 // Stats is what one tick did.

@@ -9,24 +9,24 @@
 // when it ends before the lease does (less internal/platform/lease's slack); the
 // tasks a slow Temporal left unstarted are handed back, their attempt not
 // counted. So no task is started by two relays at once, and attempt_count
-// counts starts begun (and a crashed relay's claim).
+// counts starts begun (and a crashed relay's claim). The tasks' SQL is
+// internal/payments's (refundtask.go), the table's owner.
 package refundrelay
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/platform/backoff"
 	"github.com/seckill/seckill/internal/platform/lease"
+	"github.com/seckill/seckill/internal/platform/poll"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -47,10 +47,10 @@ type Options struct {
 
 // Relay starts refunds until they are done.
 type Relay struct {
-	pool *pgxpool.Pool
-	tc   workflows.Starter
-	opt  Options
-	log  *slog.Logger
+	store *payments.Store
+	tc    workflows.Starter
+	opt   Options
+	log   *slog.Logger
 
 	started *prometheus.CounterVec
 	pending prometheus.Gauge
@@ -86,7 +86,7 @@ func New(pool *pgxpool.Pool, tc workflows.Starter, opt Options, reg prometheus.R
 		opt.StartTimeout = capped
 	}
 	f := promauto.With(reg)
-	return &Relay{pool: pool, tc: tc, opt: opt, log: log,
+	return &Relay{store: payments.NewStore(pool, nil), tc: tc, opt: opt, log: log,
 		started: f.NewCounterVec(prometheus.CounterOpts{Name: "seckill_refund_start_total",
 			Help: "Refund workflow starts by the refund relay, by result (started, failed)."}, []string{"result"}),
 		pending: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_refund_pending",
@@ -96,32 +96,13 @@ func New(pool *pgxpool.Pool, tc workflows.Starter, opt Options, reg prometheus.R
 	}, nil
 }
 
-// Run relays until ctx ends.
+// Run relays until ctx ends, again at once after a full batch (more may be due).
 func (r *Relay) Run(ctx context.Context) error {
-	t := time.NewTicker(r.opt.Interval)
-	defer t.Stop()
-	for {
-		n, err := r.Once(ctx)
-		if err != nil && ctx.Err() == nil {
-			r.log.Warn("refundrelay.poll_failed", "error", err)
-		}
-		if n == r.opt.Batch {
-			continue // more may be due
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-type task struct {
-	paymentID  uuid.UUID
-	activityID int64
-	skuID      int64
-	attempts   int
-	leaseEnd   time.Time // next_attempt_at as the claim set it
+	return poll.Run(ctx, poll.Options{Interval: r.opt.Interval, Log: r.log, FailedEvent: "refundrelay.poll_failed"},
+		func(ctx context.Context) (bool, error) {
+			n, err := r.Once(ctx)
+			return n == r.opt.Batch, err
+		})
 }
 
 // Once claims the due refund tasks, starts the workflows its lease covers,
@@ -129,7 +110,7 @@ type task struct {
 func (r *Relay) Once(ctx context.Context) (int, error) {
 	r.gauges(ctx)
 	budget := lease.Start(time.Now(), r.opt.Recheck) // before the claim: its lease ends no earlier
-	tasks, err := r.claim(ctx)
+	tasks, err := r.store.ClaimRefunds(ctx, r.opt.Batch, r.opt.Recheck)
 	if err != nil {
 		return 0, err
 	}
@@ -146,88 +127,39 @@ func (r *Relay) Once(ctx context.Context) (int, error) {
 	return len(tasks), nil
 }
 
-// claim pushes the due tasks' next attempt a Recheck forward (their lease),
-// counting an attempt on each.
-func (r *Relay) claim(ctx context.Context) ([]task, error) {
-	rows, err := r.pool.Query(ctx, `
-		WITH due AS (
-			SELECT payment_id FROM refund_task
-			WHERE status IN ('PENDING', 'STARTED') AND next_attempt_at <= clock_timestamp()
-			ORDER BY next_attempt_at FOR UPDATE SKIP LOCKED LIMIT $1)
-		UPDATE refund_task t SET next_attempt_at = clock_timestamp() + $2::interval, attempt_count = attempt_count + 1,
-		       updated_at = clock_timestamp()
-		FROM due WHERE t.payment_id = due.payment_id
-		RETURNING t.payment_id, t.activity_id, t.sku_id, t.attempt_count, t.next_attempt_at`, r.opt.Batch, r.opt.Recheck.String())
-	if err != nil {
-		return nil, fmt.Errorf("claim refund tasks: %w", err)
-	}
-	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (task, error) {
-		var t task
-		err := row.Scan(&t.paymentID, &t.activityID, &t.skuID, &t.attempts, &t.leaseEnd)
-		return t, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim refund tasks: %w", err)
-	}
-	return tasks, nil
-}
-
 // handBack makes claimed tasks whose start was not begun due again at once,
-// taking the claim's attempt back; a task claimed anew meanwhile (its
-// next_attempt_at moved) or done is left alone. Should it fail, the tasks
-// come back when the lease ends.
-func (r *Relay) handBack(ctx context.Context, rest []task) {
-	ids := make([]uuid.UUID, len(rest))
-	ends := make([]time.Time, len(rest))
-	for i, t := range rest {
-		ids[i], ends[i] = t.paymentID, t.leaseEnd
-	}
+// their attempt not counted. Should it fail, the tasks come back when the
+// lease ends.
+func (r *Relay) handBack(ctx context.Context, rest []payments.RefundTask) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease.Slack(r.opt.Recheck))
 	defer cancel()
-	if _, err := r.pool.Exec(ctx, `
-		UPDATE refund_task t SET next_attempt_at = clock_timestamp(), attempt_count = t.attempt_count - 1,
-		       updated_at = clock_timestamp()
-		FROM unnest($1::uuid[], $2::timestamptz[]) AS c(payment_id, lease_end)
-		WHERE t.payment_id = c.payment_id AND t.next_attempt_at = c.lease_end AND t.status IN ('PENDING', 'STARTED')`,
-		ids, ends); err != nil {
-		r.log.Warn("refund.hand_back_failed", "tasks", len(ids), "error", err)
+	if err := r.store.HandBackRefunds(ctx, rest); err != nil {
+		r.log.Warn("refund.hand_back_failed", "tasks", len(rest), "error", err)
 	}
 }
 
 // start starts t's refund within sctx (its lease) and records the outcome with ctx.
-func (r *Relay) start(ctx, sctx context.Context, t task) {
-	err := workflows.StartRefund(sctx, r.tc, r.opt.TaskQueue, workflows.RefundInput{PaymentID: t.paymentID, ActivityID: t.activityID, SKUID: t.skuID})
+func (r *Relay) start(ctx, sctx context.Context, t payments.RefundTask) {
+	err := workflows.StartRefund(sctx, r.tc, r.opt.TaskQueue, workflows.RefundInput{PaymentID: t.PaymentID, ActivityID: t.ActivityID, SKUID: t.SKUID})
 	if err != nil {
 		r.started.WithLabelValues("failed").Inc()
-		retry := backoff.Exponential(r.opt.BaseBackoff, r.opt.MaxBackoff, t.attempts)
-		r.log.Warn("refund.start_failed", "payment_id", t.paymentID, "attempt_count", t.attempts, "retry_in", retry, "error", err)
-		if _, uerr := r.pool.Exec(ctx, `UPDATE refund_task SET next_attempt_at = clock_timestamp() + $2::interval, last_error = $3,
-			updated_at = clock_timestamp() WHERE payment_id = $1 AND status <> 'DONE'`, t.paymentID, retry.String(), truncate(err.Error(), 500)); uerr != nil {
-			r.log.Warn("refund.task_update_failed", "payment_id", t.paymentID, "error", uerr)
+		retry := backoff.Exponential(r.opt.BaseBackoff, r.opt.MaxBackoff, t.Attempts)
+		r.log.Warn("refund.start_failed", "payment_id", t.PaymentID, "attempt_count", t.Attempts, "retry_in", retry, "error", err)
+		if uerr := r.store.RefundStartFailed(ctx, t.PaymentID, retry, err.Error()); uerr != nil {
+			r.log.Warn("refund.task_update_failed", "payment_id", t.PaymentID, "error", uerr)
 		}
 		return
 	}
 	r.started.WithLabelValues("started").Inc()
-	r.log.Info("refund.started", "payment_id", t.paymentID, "attempt_count", t.attempts)
-	if _, err := r.pool.Exec(ctx, `UPDATE refund_task SET status = 'STARTED', last_error = NULL, updated_at = clock_timestamp()
-		WHERE payment_id = $1 AND status = 'PENDING'`, t.paymentID); err != nil {
-		r.log.Warn("refund.task_update_failed", "payment_id", t.paymentID, "error", err)
+	r.log.Info("refund.started", "payment_id", t.PaymentID, "attempt_count", t.Attempts)
+	if err := r.store.RefundStarted(ctx, t.PaymentID); err != nil {
+		r.log.Warn("refund.task_update_failed", "payment_id", t.PaymentID, "error", err)
 	}
 }
 
 func (r *Relay) gauges(ctx context.Context) {
-	var n int64
-	var age float64
-	if err := r.pool.QueryRow(ctx, `SELECT count(*), COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)
-		FROM refund_task WHERE status <> 'DONE'`).Scan(&n, &age); err == nil {
+	if n, oldest, err := r.store.RefundBacklog(ctx); err == nil {
 		r.pending.Set(float64(n))
-		r.oldest.Set(age)
+		r.oldest.Set(oldest.Seconds())
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

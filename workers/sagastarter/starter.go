@@ -28,6 +28,7 @@ import (
 	"github.com/seckill/seckill/internal/inbox"
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/platform/mq"
+	"github.com/seckill/seckill/internal/quarantine"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -192,11 +193,8 @@ func (s *Starter) quarantine(ctx context.Context, d mq.Delivered, hash []byte, r
 		h := sha256.Sum256(d.Body)
 		hash = h[:]
 	}
-	if _, err := s.pool.Exec(ctx, `
-		INSERT INTO message_quarantine (consumer_group, topic, message_id, broker_msg_id, reason, payload_hash, body)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (consumer_group, broker_msg_id) DO NOTHING`,
-		ConsumerGroup, d.Topic, d.ID, d.BrokerMsgID, reason, hash, d.Body); err != nil {
+	if _, err := quarantine.Insert(ctx, s.pool, quarantine.Message{Group: ConsumerGroup, Topic: d.Topic, MessageID: d.ID,
+		BrokerMsgID: d.BrokerMsgID, Reason: reason, PayloadHash: hash, Body: d.Body, Source: quarantine.SourceConsumer}); err != nil {
 		return fmt.Errorf("quarantine message %s: %w", d.ID, err)
 	}
 	s.quarant.Inc()

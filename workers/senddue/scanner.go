@@ -25,6 +25,7 @@ import (
 	"github.com/seckill/seckill/internal/platform/backoff"
 	"github.com/seckill/seckill/internal/platform/lease"
 	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/internal/platform/poll"
 	"github.com/seckill/seckill/internal/platform/skuloop"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/lua"
@@ -108,24 +109,14 @@ func New(rdb redis.Cmdable, pub reservation.Publisher, opt Options, m *metrics.R
 	return s, nil
 }
 
-// Run scans until ctx ends.
+// Run scans until ctx ends, again at once after a scan that handled any
+// item (more may be due).
 func (s *Scanner) Run(ctx context.Context) error {
-	t := time.NewTicker(s.opt.Interval)
-	defer t.Stop()
-	for {
-		n, err := s.ScanOnce(ctx)
-		if err != nil && ctx.Err() == nil && !skuloop.Only(err) { // each failed SKU is logged already
-			s.log.Warn("senddue.scan_failed", "error", err)
-		}
-		if n > 0 {
-			continue // more may be due: scan again at once
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return poll.Run(ctx, poll.Options{Interval: s.opt.Interval, Log: s.log, FailedEvent: "senddue.scan_failed"},
+		func(ctx context.Context) (bool, error) {
+			n, err := s.ScanOnce(ctx)
+			return n > 0, err
+		})
 }
 
 // ScanOnce claims and re-sends every due item of every active SKU once and
