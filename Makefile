@@ -16,7 +16,7 @@ export SECKILL_ENV ?= development
 # The API contract test's tool (scripts/stack.sh up installs it).
 export SECKILL_SCHEMATHESIS ?= $(CURDIR)/.stack/venv/bin/st
 
-.PHONY: up down status build migrate run test test-temporal-server test-redis-cluster lint promtool-rules bench chaos fuzz contract
+.PHONY: up down status build migrate run test test-temporal-server test-redis-cluster lint promtool-rules deploy-check bench chaos fuzz contract
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill
@@ -107,8 +107,8 @@ fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "fuzz $$pkg $$fn for $(FUZZ_TIME)"; $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZ_TIME) $$pkg; done
 
-## lint: gofmt, go vet (with and without failpoints), the architecture rules (tools/archlint: layers, sizes, no development package in bin/seckill), workflowcheck (workflow code stays deterministic), gosec, promtool check/test rules (deploy/prometheus)
-lint: promtool-rules
+## lint: gofmt, go vet (with and without failpoints), the architecture rules (tools/archlint: layers, sizes, no development package in bin/seckill), workflowcheck (workflow code stays deterministic), gosec, promtool check/test rules (deploy/prometheus), the Helm chart and docker-compose.yml through their real loaders (deploy-check)
+lint: promtool-rules deploy-check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags failpoints ./...
@@ -121,6 +121,18 @@ chaos: up
 	$(GO) build -tags failpoints -o bin/seckill-chaos ./cmd/seckill-dev
 	bin/seckill-chaos chaos matrix --runs $${RUNS:-200} --pipeline
 	bin/seckill-chaos chaos kill --duration $${DURATION:-20m}
+
+## deploy-check: helm lint of deploy/helm/seckill with default (plus the required) and production-like values, and
+## deploy/check's tests: the chart rendered by Helm's code, every object decoded strictly into the Kubernetes API
+## types (k8s.io/api, the Prometheus Operator's), the refusals without secrets; docker-compose.yml loaded by
+## compose-go. deploy/check is a module of its own (Helm, k8s.io, compose-go stay out of the production
+## go.mod); Helm is its Go tool (`go tool helm`), built from the module proxy on first use (about 8 min here)
+DEPLOY_CHECK_VALUES := testdata/minimal.yaml testdata/production.yaml
+KUBE_VERSION ?= 1.33.0
+deploy-check:
+	cd deploy/check && for f in $(DEPLOY_CHECK_VALUES); do \
+	  $(GO) tool helm lint --strict --kube-version $(KUBE_VERSION) ../helm/seckill -f $$f || exit 1; done
+	cd deploy/check && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 ## promtool-rules: the alert rules parse (promtool check rules) and fire as their unit tests say (promtool test rules);
 ## promtool comes with the Debian package prometheus, which `make up` installs (scripts/stack.sh install-promtool alone, as root)

@@ -29,7 +29,7 @@ func newWorkerCmd() *cobra.Command {
   deadletter  copies messages the broker dead-lettered (%DLQ%<starter group>) into message_quarantine
   refunds  starts the refunds of payments that landed on cancelled orders, until each is done
 With the saga part it also makes sure the reconciliation Schedule exists.
-Metrics are served on SECKILL_METRICS_ADDR/metrics.`,
+Metrics are served on SECKILL_METRICS_ADDR/metrics, GET /healthz there for probes.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			parts := app.AllParts
 			if only != "" {
@@ -62,7 +62,7 @@ Metrics are served on SECKILL_METRICS_ADDR/metrics.`,
 			g, gctx := errgroup.WithContext(cmd.Context())
 			g.Go(func() error { return app.RunWorkers(gctx, b.Cfg, conns, parts, b.Tel, fp, b.Log) })
 			g.Go(func() error {
-				return app.ServeHTTP(gctx, api.Server(app.MetricsAddr(b.Cfg, parts), metrics.Handler(b.Tel.Registry)), b.Log, "metrics")
+				return app.ServeHTTP(gctx, api.Server(app.MetricsAddr(b.Cfg, parts), app.WorkerHandler(metrics.Handler(b.Tel.Registry))), b.Log, "metrics")
 			})
 			return g.Wait()
 		},

@@ -1,9 +1,11 @@
-package deploy_test
+package check
 
 import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/compose-spec/compose-go/v2/types"
 )
 
 // The production services run the Dockerfile's last stage, which holds the
@@ -19,7 +21,7 @@ func TestComposeRunsTheProductionImageButForPaysim(t *testing.T) {
 	if target := buildTarget(f.Services["paysim"].Build); target != "dev" {
 		t.Errorf("service paysim builds target %q, want dev (seckill-dev paysim)", target)
 	}
-	raw, err := os.ReadFile("../Dockerfile")
+	raw, err := os.ReadFile("../../Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,10 +36,9 @@ func TestComposeRunsTheProductionImageButForPaysim(t *testing.T) {
 }
 
 // buildTarget is the target of a compose build entry ("" for the last stage).
-func buildTarget(b any) string {
-	if m, ok := b.(map[string]any); ok {
-		s, _ := m["target"].(string)
-		return s
+func buildTarget(b *types.BuildConfig) string {
+	if b == nil {
+		return "<no build>"
 	}
-	return ""
+	return b.Target
 }

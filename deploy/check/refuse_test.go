@@ -1,0 +1,77 @@
+package check
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// sub returns the map under key of v (nil when absent).
+func sub(v map[string]any, key string) map[string]any {
+	m, _ := v[key].(map[string]any)
+	return m
+}
+
+// TestChartRefusesToRenderWithout: the chart fails with a message naming the
+// value at fault, for every secret and address it needs and every mistake it
+// catches.
+func TestChartRefusesToRenderWithout(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(v map[string]any)
+		want string
+	}{
+		{"no image", func(v map[string]any) { delete(sub(v, "image"), "tag") }, "image.repository and image.tag are required"},
+		{"no Redis", func(v map[string]any) { delete(sub(v, "config"), "SECKILL_REDIS_ADDR") }, "config.SECKILL_REDIS_ADDR or config.SECKILL_REDIS_CLUSTER_ADDRS is required"},
+		{"loopback", func(v map[string]any) { sub(v, "config")["SECKILL_TEMPORAL_ADDR"] = "127.0.0.1:7233" }, "config.SECKILL_TEMPORAL_ADDR=127.0.0.1:7233 points at the pod's own loopback"},
+		{"no DSN", func(v map[string]any) { delete(sub(v, "secrets"), "SECKILL_PG_DSN") }, "secrets.SECKILL_PG_DSN or secrets.dsnSecretRef.name is required"},
+		{"secret in config", func(v map[string]any) { sub(v, "config")["SECKILL_ADMIN_TOKEN"] = "x" }, "config.SECKILL_ADMIN_TOKEN is a secret: set it under secrets"},
+		{"env in config", func(v map[string]any) { sub(v, "config")["SECKILL_ENV"] = "development" }, "config.SECKILL_ENV is set by the chart"},
+		{"not a SECKILL_ variable", func(v map[string]any) { sub(v, "config")["PG_DSN"] = "x" }, "config.PG_DSN is not a SECKILL_ variable"},
+		{"unknown part", func(v map[string]any) {
+			v["workers"] = map[string]any{"saga": map[string]any{"parts": []any{"saga", "sagas"}}}
+		}, `workers.saga.parts: unknown part "sagas"`},
+		{"part twice", func(v map[string]any) {
+			v["workers"] = map[string]any{"extra": map[string]any{"parts": []any{"outbox"}, "replicas": 1}}
+		}, "worker part outbox is in both workers."},
+		{"part in no group", func(v map[string]any) { v["workers"] = map[string]any{"saga": nil} }, "worker part saga runs in no group of workers"},
+	}
+	for _, k := range []string{"SECKILL_ID_SECRETS", "SECKILL_AUTH_SECRETS", "SECKILL_ADMIN_TOKEN", "SECKILL_PAYSIM_SECRET", "SECKILL_PAYSIM_MERCHANT_KEY"} {
+		cases = append(cases, struct {
+			name string
+			edit func(v map[string]any)
+			want string
+		}{"no " + k, func(v map[string]any) { delete(sub(v, "secrets"), k) }, "secrets." + k + " is required, or secrets.existingSecret"})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := render(t, minimalValues, c.edit)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("render: %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestChartShipsNoSecret: with the chart's own values alone (plus the image
+// and the addresses) it refuses to render, and a render with the secrets
+// of a Secret made apart creates none of its own.
+func TestChartShipsNoSecret(t *testing.T) {
+	_, err := render(t, minimalValues, func(v map[string]any) { delete(v, "secrets") })
+	if err == nil || !strings.Contains(err.Error(), "secrets.SECKILL_ID_SECRETS is required") {
+		t.Fatalf("render without secrets: %v, want the refusal naming secrets.SECKILL_ID_SECRETS", err)
+	}
+	objs := mustRender(t, minimalValues, func(v map[string]any) {
+		v["secrets"] = map[string]any{"existingSecret": "made-apart"}
+	})
+	if s := byKind[corev1.Secret](objs, "Secret"); len(s) != 0 {
+		t.Errorf("with existingSecret the chart still renders Secrets %v", s)
+	}
+	for name, p := range podSpecs(objs) {
+		ef := p.Spec.Containers[0].EnvFrom
+		if len(ef) != 2 || ef[1].SecretRef == nil || ef[1].SecretRef.Name != "made-apart" {
+			t.Errorf("%s: envFrom %+v, want the Secret made-apart", name, ef)
+		}
+	}
+}

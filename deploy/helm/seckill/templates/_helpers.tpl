@@ -1,0 +1,122 @@
+{{/* Names, labels and the shared pieces of the pod specs. */}}
+
+{{- define "seckill.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "seckill.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "seckill.labels" -}}
+{{ include "seckill.selectorLabels" . }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* The parts of `seckill worker` (app.AllParts; deploy/helm_test.go compares them). */}}
+{{- define "seckill.allParts" -}}
+senddue rebalance starter saga outbox deadletter refunds
+{{- end -}}
+
+{{/* The secrets (config fields tagged secret:"dev", and the DSN, which holds the password). */}}
+{{- define "seckill.secretKeys" -}}
+SECKILL_ID_SECRETS SECKILL_AUTH_SECRETS SECKILL_ADMIN_TOKEN SECKILL_PAYSIM_SECRET SECKILL_PAYSIM_MERCHANT_KEY
+{{- end -}}
+
+{{/* Variables the chart sets itself. */}}
+{{- define "seckill.chartKeys" -}}
+SECKILL_ENV SECKILL_HTTP_ADDR SECKILL_METRICS_ADDR
+{{- end -}}
+
+{{- define "seckill.image" -}}
+{{- printf "%s:%s" .Values.image.repository .Values.image.tag -}}
+{{- end -}}
+
+{{- define "seckill.secretName" -}}
+{{- .Values.secrets.existingSecret | default (include "seckill.fullname" .) -}}
+{{- end -}}
+
+{{/* The ConfigMap's data: the non-empty config values and the chart's own. */}}
+{{- define "seckill.configData" -}}
+SECKILL_ENV: production
+SECKILL_HTTP_ADDR: "0.0.0.0:8080"
+SECKILL_METRICS_ADDR: {{ printf "0.0.0.0:%d" (int .Values.metrics.port) | quote }}
+{{- range $k, $v := .Values.config }}
+{{- if ne (toString $v) "" }}
+{{ $k }}: {{ toString $v | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The Secret's data (only without existingSecret). */}}
+{{- define "seckill.secretData" -}}
+{{- $s := .Values.secrets -}}
+{{- range $k := splitList " " (include "seckill.secretKeys" .) }}
+{{ $k }}: {{ index $s $k | toString | b64enc | quote }}
+{{- end }}
+{{- if not $s.dsnSecretRef.name }}
+SECKILL_PG_DSN: {{ $s.SECKILL_PG_DSN | toString | b64enc | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* envFrom and env of every seckill container; cm is the ConfigMap's name. */}}
+{{- define "seckill.env" -}}
+envFrom:
+  - configMapRef:
+      name: {{ .cm }}
+  - secretRef:
+      name: {{ .secret }}
+{{- $ref := .root.Values.secrets.dsnSecretRef }}
+{{- if or $ref.name .extra }}
+env:
+{{- if $ref.name }}
+  - name: SECKILL_PG_DSN
+    valueFrom:
+      secretKeyRef:
+        name: {{ $ref.name }}
+        key: {{ $ref.key }}
+{{- end }}
+{{- range $k, $v := .extra }}
+  - name: {{ $k }}
+    value: {{ toString $v | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The pod-level settings shared by every pod. */}}
+{{- define "seckill.podCommon" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Annotations that roll the pods when the configuration or the secrets change. */}}
+{{- define "seckill.podAnnotations" -}}
+checksum/config: {{ include "seckill.configData" . | sha256sum }}
+checksum/secret: {{ toJson .Values.secrets | sha256sum }}
+{{- with .Values.podAnnotations }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
