@@ -41,7 +41,11 @@ func Run(ctx context.Context, d workers.Deps) error {
 		dep = temporalx.Versioned(version)
 	}
 	logVersion(d, version, versioned)
-	w, err := New(d.Temporal, cfg.TemporalTaskQueue, acts, rec, int(cfg.PGMaxConns),
+	wc := d.Temporal
+	if versioned && d.SagaWorker != nil {
+		wc = d.SagaWorker
+	}
+	w, err := New(wc, cfg.TemporalTaskQueue, acts, rec, int(cfg.PGMaxConns),
 		temporalx.InterceptorOptions{Registerer: d.Registry, AttemptsAlert: cfg.ActivityAttemptsAlert, Logger: d.Log}, dep)
 	if err != nil {
 		return err

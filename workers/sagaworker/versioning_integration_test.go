@@ -42,13 +42,14 @@ func sagaV2(ctx workflow.Context, in workflows.SagaInput) (workflows.SagaState, 
 }
 
 // versioningRig is one test's stack: a fresh database, a sale, its own task
-// queue and worker deployment (named after the queue), a client that runs the
-// workers and a second one that starts the sagas (as the starter of another
-// process would: no eager start onto a local worker).
+// queue and worker deployment (named after the queue), the process's client
+// (it starts the sagas, with eager start, as the saga starter does) and the
+// workers' client on its connection, as app.RunWorkers wires a versioned
+// saga worker (temporalx.Detached).
 type versioningRig struct {
 	cfg     config.Config
-	tc      client.Client // the workers'
-	starter client.Client
+	tc      client.Client
+	workers client.Client
 	acts    *activities.Activities
 	d       *ids.Deriver
 	k       lua.Keys
@@ -62,21 +63,23 @@ func newVersioningRig(t *testing.T) *versioningRig {
 	_, pool := testenv.Database(t, cfg)
 	rdb := testenv.Redis(t, cfg)
 	log := slog.New(slog.DiscardHandler)
-	dial := func() client.Client {
-		c, err := temporalx.Dial(context.Background(), cfg.TemporalAddress, cfg.TemporalNamespace, log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
+	tc, err := temporalx.Dial(context.Background(), cfg.TemporalAddress, cfg.TemporalNamespace, log)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(tc.Close)
+	wc, err := temporalx.Detached(context.Background(), tc, cfg.TemporalNamespace, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wc.Close)
 	acts, err := activities.New(activities.Deps{Pool: pool, Verify: pool, Redis: rdb, Log: log, Topic: cfg.TopicOrderCreate,
 		TerminalTTL: cfg.ReservationTTL,
 		Provider:    payments.PaysimProvider{Client: &paysim.Client{BaseURL: cfg.PaysimURL, MerchantKey: cfg.PaysimMerchantKey}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &versioningRig{cfg: cfg, tc: dial(), starter: dial(), acts: acts, d: testenv.Deriver(t, cfg),
+	return &versioningRig{cfg: cfg, tc: tc, workers: wc, acts: acts, d: testenv.Deriver(t, cfg),
 		k: testenv.Sale(t, pool, rdb, 1, 100, 1000), rdb: rdb, dep: cfg.DeploymentName()}
 }
 
@@ -92,7 +95,7 @@ func (r *versioningRig) worker(t *testing.T, v worker.WorkerDeploymentVersion, r
 	if v != (worker.WorkerDeploymentVersion{}) {
 		dep = temporalx.Versioned(v)
 	}
-	w, err := sagaworker.NewEmpty(r.tc, r.cfg.TemporalTaskQueue, 8, temporalx.InterceptorOptions{Registerer: prometheus.NewRegistry()}, dep)
+	w, err := sagaworker.NewEmpty(r.workers, r.cfg.TemporalTaskQueue, 8, temporalx.InterceptorOptions{Registerer: prometheus.NewRegistry()}, dep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,16 +118,16 @@ func (r *versioningRig) worker(t *testing.T, v worker.WorkerDeploymentVersion, r
 	return stop
 }
 
-// saga reserves a unit for user and starts its saga from the starter client.
+// saga reserves a unit for user and starts its saga (SagaStartOptions: eager start).
 func (r *versioningRig) saga(t *testing.T, user int64) events.OrderCreateRequested {
 	t.Helper()
 	m := testenv.MustReserve(t, r.rdb, r.d, r.k, user)
-	run, err := r.starter.ExecuteWorkflow(context.Background(), workflows.SagaStartOptions(r.cfg.TemporalTaskQueue, m),
+	run, err := r.tc.ExecuteWorkflow(context.Background(), workflows.SagaStartOptions(r.cfg.TemporalTaskQueue, m),
 		workflows.ReservationSaga, workflows.SagaInput{Message: m, LocalForward: true})
 	if err != nil {
 		t.Fatalf("start saga: %v", err)
 	}
-	t.Cleanup(func() { _ = r.starter.TerminateWorkflow(context.Background(), run.GetID(), "", "test cleanup") })
+	t.Cleanup(func() { _ = r.tc.TerminateWorkflow(context.Background(), run.GetID(), "", "test cleanup") })
 	return m
 }
 
@@ -152,11 +155,11 @@ func (r *versioningRig) awaitOrder(ctx context.Context, t *testing.T, m events.O
 func (r *versioningRig) cancel(ctx context.Context, t *testing.T, m events.OrderCreateRequested) {
 	t.Helper()
 	id := workflows.ReservationWorkflowID(m.ReservationID.String())
-	if err := r.starter.SignalWorkflow(ctx, id, "", workflows.SignalCancel, workflows.CancelSignal{Reason: "versioning test"}); err != nil {
+	if err := r.tc.SignalWorkflow(ctx, id, "", workflows.SignalCancel, workflows.CancelSignal{Reason: "versioning test"}); err != nil {
 		t.Fatalf("cancel %s: %v", id, err)
 	}
 	var st workflows.SagaState
-	if err := r.starter.GetWorkflow(ctx, id, "").Get(ctx, &st); err != nil {
+	if err := r.tc.GetWorkflow(ctx, id, "").Get(ctx, &st); err != nil {
 		t.Fatalf("saga %s: %v", id, err)
 	}
 	if st.Status != workflows.StatusCancelled {
@@ -297,7 +300,9 @@ func TestWorkerVersioningPinnedSagas(t *testing.T) {
 		t.Fatalf("promote v1 again after v2 became current: %+v, %v; want v2 kept", p, err)
 	}
 
-	twos := []events.OrderCreateRequested{r.saga(t, 5), r.saga(t, 6)}
+	// Started by a process that also runs a v1 worker: eager start on its
+	// client would hand them to v1; the workers' own client keeps them off it.
+	twos := []events.OrderCreateRequested{r.saga(t, 5), r.saga(t, 6), r.saga(t, 8), r.saga(t, 9)}
 	for _, m := range twos {
 		r.awaitOrder(ctx, t, m)
 		r.pinnedTo(ctx, t, m, v2.BuildID)
