@@ -70,7 +70,10 @@ func promote(ctx context.Context, d workers.Deps, v worker.WorkerDeploymentVersi
 		return fmt.Errorf("sagaworker: %w", err)
 	case p.Set:
 		d.Log.Info("saga_worker.current_version_set", "deployment", v.DeploymentName, "build_id", v.BuildID)
-	case p.Current != nil && p.Current.BuildID != v.BuildID:
+	case p.Current == nil:
+		d.Log.Warn("saga_worker.current_version_kept", "deployment", v.DeploymentName, "build_id", v.BuildID,
+			"current_build_id", "", "note", "unversioned workers are current: this worker gets no new workflow")
+	case *p.Current != v:
 		d.Log.Info("saga_worker.current_version_kept", "deployment", v.DeploymentName, "build_id", v.BuildID,
 			"current_build_id", p.Current.BuildID)
 	}

@@ -54,7 +54,7 @@ func Versioned(v worker.WorkerDeploymentVersion) worker.DeploymentOptions {
 // Promotion is what PromoteVersion did.
 type Promotion struct {
 	// Set: v became the current version. Otherwise Current is the current
-	// version that stays (nil: none).
+	// version that stays (nil: unversioned workers).
 	Set     bool
 	Current *worker.WorkerDeploymentVersion
 }
@@ -62,7 +62,8 @@ type Promotion struct {
 // PromoteVersion makes v its deployment's current version when the
 // deployment has none, or when the current version was chosen before v
 // first polled (v is a newer build nobody has decided about); a current
-// version chosen after v appeared (a rollback to an older build) stands.
+// version chosen after v appeared (a rollback to an older build, or to
+// unversioned workers) stands.
 // The server knows v only once one of its workers polls, so PromoteVersion
 // waits (until ctx ends) for v to be listed. Concurrent workers are
 // serialised by the deployment's conflict token: the loser decides again.
@@ -75,7 +76,7 @@ func PromoteVersion(ctx context.Context, c client.Client, v worker.WorkerDeploym
 		if err != nil && !errors.As(err, &notFound) {
 			return Promotion{}, fmt.Errorf("describe worker deployment %s: %w", v.DeploymentName, err)
 		}
-		created, listed := versionCreated(d.Info, v)
+		promote, listed := shouldPromote(d.Info, v)
 		if !listed {
 			if err := sleepCtx(ctx, wait); err != nil {
 				return Promotion{}, fmt.Errorf("worker deployment version %s:%s not listed by the server: %w", v.DeploymentName, v.BuildID, err)
@@ -83,9 +84,8 @@ func PromoteVersion(ctx context.Context, c client.Client, v worker.WorkerDeploym
 			wait = min(2*wait, 2*time.Second)
 			continue
 		}
-		rc := d.Info.RoutingConfig
-		if cur := rc.CurrentVersion; cur != nil && (*cur == v || rc.CurrentVersionChangedTime.After(created)) {
-			return Promotion{Current: cur}, nil
+		if !promote {
+			return Promotion{Current: d.Info.RoutingConfig.CurrentVersion}, nil
 		}
 		_, err = h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{
 			BuildID: v.BuildID, ConflictToken: d.ConflictToken, Identity: identity})
@@ -103,14 +103,21 @@ func PromoteVersion(ctx context.Context, c client.Client, v worker.WorkerDeploym
 	}
 }
 
-// versionCreated is when the server first saw v (listed false: not yet).
-func versionCreated(info client.WorkerDeploymentInfo, v worker.WorkerDeploymentVersion) (time.Time, bool) {
+// shouldPromote applies PromoteVersion's rule to info (listed false: the
+// server does not list v yet). A current version chosen after v first
+// polled stands, unversioned workers (nil) included.
+func shouldPromote(info client.WorkerDeploymentInfo, v worker.WorkerDeploymentVersion) (promote, listed bool) {
 	for _, s := range info.VersionSummaries {
-		if s.Version == v {
-			return s.CreateTime, true
+		if s.Version != v {
+			continue
 		}
+		rc := info.RoutingConfig
+		if cur := rc.CurrentVersion; cur != nil && *cur == v {
+			return false, true
+		}
+		return !rc.CurrentVersionChangedTime.After(s.CreateTime), true
 	}
-	return time.Time{}, false
+	return false, false
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
