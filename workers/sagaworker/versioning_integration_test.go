@@ -55,11 +55,17 @@ type versioningRig struct {
 	k       lua.Keys
 	rdb     redis.UniversalClient
 	dep     string
+	run     string // this run's suffix of the build ids
 }
 
 func newVersioningRig(t *testing.T) *versioningRig {
 	cfg := testenv.Require(t)
-	cfg.TemporalTaskQueue = fmt.Sprintf("versioning-%x", testenv.RandomUint64()&0xffffffff)
+	// One task queue and deployment for every run: the server keeps a
+	// deployment long after its workers stop and takes at most 100 per
+	// namespace (matching.maxDeployments); old versions of one deployment it
+	// deletes itself once drained. Each run has build ids of its own.
+	cfg.TemporalTaskQueue = "seckill-versioning-test"
+	cfg.WorkerDeployment = ""
 	_, pool := testenv.Database(t, cfg)
 	rdb := testenv.Redis(t, cfg)
 	log := slog.New(slog.DiscardHandler)
@@ -79,12 +85,30 @@ func newVersioningRig(t *testing.T) *versioningRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &versioningRig{cfg: cfg, tc: tc, workers: wc, acts: acts, d: testenv.Deriver(t, cfg),
-		k: testenv.Sale(t, pool, rdb, 1, 100, 1000), rdb: rdb, dep: cfg.DeploymentName()}
+	r := &versioningRig{cfg: cfg, tc: tc, workers: wc, acts: acts, d: testenv.Deriver(t, cfg),
+		k: testenv.Sale(t, pool, rdb, 1, 100, 1000), rdb: rdb, dep: cfg.DeploymentName(),
+		run: fmt.Sprintf("%x", testenv.RandomUint64()&0xffffffff)}
+	r.unversioned(t)
+	return r
+}
+
+// unversioned makes unversioned workers current again, as the deployment
+// was before its first version, if an earlier run left one current.
+func (r *versioningRig) unversioned(t *testing.T) {
+	t.Helper()
+	h := r.tc.WorkerDeploymentClient().GetHandle(r.dep)
+	d, err := h.Describe(context.Background(), client.WorkerDeploymentDescribeOptions{})
+	if err != nil || d.Info.RoutingConfig.CurrentVersion == nil {
+		return // no deployment yet (NotFound), or unversioned already
+	}
+	if _, err := h.SetCurrentVersion(context.Background(), client.WorkerDeploymentSetCurrentVersionOptions{
+		ConflictToken: d.ConflictToken, IgnoreMissingTaskQueues: true}); err != nil {
+		t.Fatalf("make unversioned workers current: %v", err)
+	}
 }
 
 func (r *versioningRig) version(build string) worker.WorkerDeploymentVersion {
-	return worker.WorkerDeploymentVersion{DeploymentName: r.dep, BuildID: build}
+	return worker.WorkerDeploymentVersion{DeploymentName: r.dep, BuildID: build + "-" + r.run}
 }
 
 // worker starts a saga worker polling as v (zero: unversioned); register nil
