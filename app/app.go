@@ -113,7 +113,8 @@ type Conns struct {
 	// Provider is the payment provider client (nil: payment activities fail).
 	Provider payments.Provider
 
-	closers []func() // parts built on these connections, closed first
+	closers      []func()           // parts built on these connections, closed first
+	temporalOpts []temporalx.Option // Temporal's dial options (RunWorkers' saga worker client)
 }
 
 // Open connects to PostgreSQL, Redis and RocketMQ (and Temporal if
@@ -147,6 +148,7 @@ func Open(ctx context.Context, cfg config.Config, producerGroup string, withTemp
 			}
 			opts = append(opts, temporalx.WithMetrics(mh))
 		}
+		c.temporalOpts = opts
 		if c.Temporal, err = temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, log, opts...); err != nil {
 			c.Close()
 			return nil, err
@@ -300,6 +302,14 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, names []st
 	d := workers.Deps{Config: cfg, Pool: conns.Pool, Verify: conns.Verify, Redis: conns.Redis, Producer: conns.Producer,
 		Temporal: conns.Temporal, Provider: conns.Provider, IDs: deriver, Registry: tel.Registry, Reservation: tel.Reservation,
 		Saga: tel.Saga, Reconcile: tel.Reconcile, Failpoints: fp, Log: log}
+	if _, versioned := sagaworker.Version(cfg); versioned && slices.Contains(names, PartSaga) {
+		sw, err := temporalx.Detached(ctx, conns.Temporal, cfg.TemporalNamespace, log, conns.temporalOpts...)
+		if err != nil {
+			return err
+		}
+		defer sw.Close()
+		d.SagaWorker = sw
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, name := range names {
 		run, ok := parts[name]

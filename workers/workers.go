@@ -33,7 +33,10 @@ type Deps struct {
 	Producer *mq.Producer
 	// Temporal is nil unless dialled (the starter, saga and refunds parts need it).
 	Temporal client.Client
-	Provider payments.Provider
+	// SagaWorker, when set, is the client the saga part's versioned worker
+	// polls with (temporalx.Detached: no eager start from Temporal's users).
+	SagaWorker client.Client
+	Provider   payments.Provider
 	// IDs re-derives the business IDs of arriving messages (the starter
 	// quarantines a message whose IDs it did not mint).
 	IDs *ids.Deriver

@@ -58,6 +58,11 @@ func Require(t testing.TB) config.Config {
 	cfg.TopicOrderCreate = TopicOrderCreate
 	cfg.TopicEvents = TopicEvents
 	cfg.StarterGroup = "saga-starter-test"
+	// And a task queue of their own: a versioned worker of the stack's
+	// binaries (make run, the README block) makes its build the current
+	// version of seckill-saga, where a test binary's unversioned workers
+	// would get no task (docs/operations.md, "Deploying the saga worker").
+	cfg.TemporalTaskQueue = TaskQueue
 	return cfg
 }
 
@@ -74,6 +79,9 @@ func RequireFailpoints(t testing.TB) {
 	}
 	t.Skip("arms failpoints: build with -tags failpoints")
 }
+
+// TaskQueue is the tests' Temporal task queue (Require sets it).
+const TaskQueue = "seckill-saga-test"
 
 // Topics the tests use (created by scripts/stack.sh). The end-to-end tests
 // have their own pair (package e2e), so their saga starter never replays the

@@ -182,6 +182,10 @@ func (c *Cluster) addProcs(o ClusterOptions, dsn string, ports []int) {
 		"SECKILL_STARTER_GROUP=" + o.Kind.starterGroup() + "-" + randomHex(4),
 		"SECKILL_STARTER_FROM_LATEST=true",
 		"SECKILL_TEMPORAL_TASK_QUEUE=" + c.cfg.TemporalTaskQueue,
+		// Unversioned: a versioned worker on each run's fresh queue would
+		// leave a worker deployment behind, and the server takes at most 100
+		// per namespace (docs/operations.md, "Deploying the saga worker").
+		"SECKILL_WORKER_VERSIONING=false",
 		"SECKILL_SEND_DUE_DELAY=1s",
 		"SECKILL_SEND_MAX_BACKOFF=2s",
 		"SECKILL_RECONCILE_WATERMARK=3s",

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 
+	"go.temporal.io/sdk/worker"
+
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/internal/platform/temporalx"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/workers"
@@ -32,8 +35,18 @@ func Run(ctx context.Context, d workers.Deps) error {
 	if err != nil {
 		return err
 	}
-	w, err := New(d.Temporal, cfg.TemporalTaskQueue, acts, rec, int(cfg.PGMaxConns),
-		temporalx.InterceptorOptions{Registerer: d.Registry, AttemptsAlert: cfg.ActivityAttemptsAlert, Logger: d.Log})
+	version, versioned := Version(cfg)
+	var dep worker.DeploymentOptions
+	if versioned {
+		dep = temporalx.Versioned(version)
+	}
+	logVersion(d, version, versioned)
+	wc := d.Temporal
+	if versioned && d.SagaWorker != nil {
+		wc = d.SagaWorker
+	}
+	w, err := New(wc, cfg.TemporalTaskQueue, acts, rec, int(cfg.PGMaxConns),
+		temporalx.InterceptorOptions{Registerer: d.Registry, AttemptsAlert: cfg.ActivityAttemptsAlert, Logger: d.Log}, dep)
 	if err != nil {
 		return err
 	}
@@ -48,6 +61,11 @@ func Run(ctx context.Context, d workers.Deps) error {
 		return fmt.Errorf("start temporal worker: %w", err)
 	}
 	defer w.Stop()
+	if versioned && cfg.WorkerSetCurrent == config.SetCurrentAuto {
+		if err := promote(ctx, d, version); err != nil {
+			return err
+		}
+	}
 	<-ctx.Done()
 	return nil
 }

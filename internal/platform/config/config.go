@@ -193,6 +193,22 @@ type Config struct {
 	// deployment and run reconciliation themselves (the crash-point matrix).
 	ReconcileSchedule bool `env:"SECKILL_RECONCILE_SCHEDULE" envDefault:"true"`
 
+	// WorkerVersioning: the saga part runs as a Temporal worker deployment
+	// version (docs/operations.md, "Deploying the saga worker"), named
+	// WorkerDeployment (unset: the task queue's name) and BuildID (unset:
+	// the binary's vcs.revision, "-dirty" when modified). A binary without a
+	// revision (go test, go run) and no SECKILL_BUILD_ID runs unversioned.
+	WorkerVersioning bool   `env:"SECKILL_WORKER_VERSIONING" envDefault:"true"`
+	WorkerDeployment string `env:"SECKILL_WORKER_DEPLOYMENT"`
+	BuildID          string `env:"SECKILL_BUILD_ID"`
+	// WorkerSetCurrent is what a versioned saga worker does to the
+	// deployment's current version at start: "auto" makes its own version
+	// current when there is none, or when the current one was chosen before
+	// this version first polled (a new build takes over once; a choice made
+	// after it appeared, a rollback, stands); "never" leaves it to the
+	// operator (temporal worker deployment set-current-version).
+	WorkerSetCurrent string `env:"SECKILL_WORKER_SET_CURRENT" envDefault:"auto"`
+
 	// ActivityAttemptsAlert is the attempt at which a Temporal activity
 	// execution counts as retrying too long: it is counted in
 	// seckill_activity_attempts_exceeded_total and logged once
@@ -255,7 +271,7 @@ func (e *FieldError) Error() string {
 
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
-	for _, check := range []func() error{c.validateRequired, c.validateNetwork, c.validateSecrets} {
+	for _, check := range []func() error{c.validateRequired, c.validateNetwork, c.validateSecrets, c.validateVersioning} {
 		if err := check(); err != nil {
 			return err
 		}

@@ -34,6 +34,11 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		{"bad log level", "SECKILL_LOG_LEVEL", "loud", "SECKILL_LOG_LEVEL"},
 		{"cluster seed without port", "SECKILL_REDIS_CLUSTER_ADDRS", "127.0.0.1:57001,127.0.0.1", "SECKILL_REDIS_CLUSTER_ADDRS"},
 		{"empty cluster seed", "SECKILL_REDIS_CLUSTER_ADDRS", "127.0.0.1:57001,,127.0.0.1:57003", "SECKILL_REDIS_CLUSTER_ADDRS"},
+		{"deployment name with a colon", "SECKILL_WORKER_DEPLOYMENT", "seckill:prod", "SECKILL_WORKER_DEPLOYMENT"},
+		{"task queue with a dot as the deployment name", "SECKILL_TEMPORAL_TASK_QUEUE", "seckill.saga", "SECKILL_TEMPORAL_TASK_QUEUE"},
+		{"unknown set-current rule", "SECKILL_WORKER_SET_CURRENT", "always", "SECKILL_WORKER_SET_CURRENT"},
+		{"build id with spaces", "SECKILL_BUILD_ID", " abc", "SECKILL_BUILD_ID"},
+		{"versioning not a bool", "SECKILL_WORKER_VERSIONING", "maybe", "SECKILL_WORKER_VERSIONING"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -240,5 +245,26 @@ func TestTrustedProxies(t *testing.T) {
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Var != "SECKILL_TRUSTED_PROXIES" || !strings.Contains(err.Error(), "proxy.internal") {
 		t.Fatalf("a host name as a proxy = %v", err)
+	}
+}
+
+func TestDeploymentNameDefaultsToTheTaskQueue(t *testing.T) {
+	t.Setenv("SECKILL_ENV", "development")
+	t.Setenv("SECKILL_TEMPORAL_TASK_QUEUE", "chaos-1234")
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.DeploymentName(); got != "chaos-1234" {
+		t.Errorf("DeploymentName() = %q, want the task queue chaos-1234", got)
+	}
+	if c.WorkerSetCurrent != SetCurrentAuto || !c.WorkerVersioning {
+		t.Errorf("defaults: set current %q, versioning %v; want auto, true", c.WorkerSetCurrent, c.WorkerVersioning)
+	}
+	t.Setenv("SECKILL_WORKER_DEPLOYMENT", "seckill")
+	t.Setenv("SECKILL_WORKER_VERSIONING", "false")
+	t.Setenv("SECKILL_TEMPORAL_TASK_QUEUE", "a.b") // no deployment name is derived from it when versioning is off
+	if c, err = Load(); err != nil || c.DeploymentName() != "seckill" {
+		t.Errorf("DeploymentName() = %q, %v; want seckill", c.DeploymentName(), err)
 	}
 }

@@ -27,24 +27,40 @@ func WithMetrics(h client.MetricsHandler) Option {
 // Dial connects to the Temporal frontend at addr in namespace ns and checks it
 // answers.
 func Dial(ctx context.Context, addr, ns string, logger *slog.Logger, opts ...Option) (client.Client, error) {
-	if logger == nil {
-		logger = slog.Default()
-	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	o := client.Options{
-		HostPort:  addr,
-		Namespace: ns,
-		Logger:    tlog.NewStructuredLogger(logger),
-	}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := clientOptions(ns, logger, opts)
+	o.HostPort = addr
 	c, err := client.DialContext(dctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("dial temporal at %s: %w", addr, err)
 	}
 	return c, nil
+}
+
+// Detached returns a second client on c's connection, with Dial's options.
+// A worker built on it takes no eager workflow start from c: the server
+// (v1.29.1) hands an eager start's first task to the starting process's
+// local worker whatever its worker deployment version, which would pin new
+// sagas to a version that is no longer current (docs/operations.md,
+// "Deploying the saga worker"). Close it before c.
+func Detached(ctx context.Context, c client.Client, ns string, logger *slog.Logger, opts ...Option) (client.Client, error) {
+	d, err := client.NewClientFromExistingWithContext(ctx, c, clientOptions(ns, logger, opts))
+	if err != nil {
+		return nil, fmt.Errorf("temporal client for the versioned worker: %w", err)
+	}
+	return d, nil
+}
+
+func clientOptions(ns string, logger *slog.Logger, opts []Option) client.Options {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	o := client.Options{Namespace: ns, Logger: tlog.NewStructuredLogger(logger)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // NewWorker returns a worker on taskQueue with autoscaling pollers, whose
