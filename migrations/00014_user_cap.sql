@@ -16,19 +16,20 @@ ALTER TABLE sale_activity ADD COLUMN max_per_user integer NOT NULL DEFAULT 1
     CHECK (max_per_user BETWEEN 1 AND 1000);
 
 -- +goose StatementBegin
--- seckill_user_holds counts the reservations of (activity, user) other than
--- p_reservation_id that hold or bought a unit, under a transaction-level
+-- seckill_user_holds counts the reservations of (activity, user) on SKUs
+-- other than p_sku_id that hold or bought a unit (one on the same SKU is the
+-- per-SKU rule's: DUPLICATE_ORDER), under a transaction-level
 -- advisory lock of (activity, user): two order transactions of one user
 -- count one after the other, each seeing the other's commit (a statement of
 -- READ COMMITTED takes a fresh snapshot). The lock is held to the commit.
-CREATE OR REPLACE FUNCTION seckill_user_holds(p_activity_id bigint, p_user_id bigint, p_reservation_id uuid)
+CREATE OR REPLACE FUNCTION seckill_user_holds(p_activity_id bigint, p_user_id bigint, p_sku_id bigint)
 RETURNS bigint LANGUAGE plpgsql AS $fn$
 DECLARE
     v_held bigint;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('seckill_user_cap:' || p_activity_id || ':' || p_user_id, 0));
     SELECT count(*) INTO v_held FROM inventory_reservation r
-    WHERE r.user_id = p_user_id AND r.activity_id = p_activity_id AND r.reservation_id <> p_reservation_id
+    WHERE r.user_id = p_user_id AND r.activity_id = p_activity_id AND r.sku_id <> p_sku_id
       AND r.status IN ('RESERVED', 'ORDER_CREATED', 'MANUAL_REVIEW');
     RETURN v_held;
 END
@@ -95,7 +96,7 @@ BEGIN
         ELSIF v_now > p_deadline THEN
             -- Past the hard business deadline, not merely slow (docs/spec.md#business-deadline).
             o_reason := 'BUSINESS_DEADLINE_EXCEEDED';
-        ELSIF seckill_user_holds(p_activity_id, p_user_id, p_reservation_id) >= v_cap THEN
+        ELSIF seckill_user_holds(p_activity_id, p_user_id, p_sku_id) >= v_cap THEN
             -- The user holds max_per_user reservations of the sale already (docs/spec.md#user-cap).
             o_reason := 'USER_CAP_REACHED';
         ELSE
@@ -286,5 +287,5 @@ END
 $fn$;
 -- +goose StatementEnd
 
-DROP FUNCTION IF EXISTS seckill_user_holds(bigint, bigint, uuid);
+DROP FUNCTION IF EXISTS seckill_user_holds(bigint, bigint, bigint);
 ALTER TABLE sale_activity DROP COLUMN max_per_user;
