@@ -41,6 +41,7 @@ const (
 	ReasonPayloadConflict = inventory.ReasonPayloadConflict
 	ReasonUnknownSKU      = inventory.ReasonUnknownSKU
 	ReasonUnprocessable   = inventory.ReasonUnprocessable
+	ReasonUserCap         = inventory.ReasonUserCap
 )
 
 // ErrCommitUnknown marks a commit whose outcome could not be established; the

@@ -56,6 +56,10 @@ func TestOneIdempotencyKeyOnTwoSKUsMakesTwoOrders(t *testing.T) {
 		VALUES ($1, 4, 1999, 5, 5)`, r.k.ActivityID); err != nil {
 		t.Fatal(err)
 	}
+	// One user orders two SKUs of this sale: a cap of 2 (docs/spec.md#user-cap).
+	if _, err := r.pool.Exec(ctx, `UPDATE sale_activity SET max_per_user = 2 WHERE activity_id = $1`, r.k.ActivityID); err != nil {
+		t.Fatal(err)
+	}
 	sku4 := lua.Keys{ActivityID: r.k.ActivityID, SKUID: 4}
 	if _, err := lua.InitSKU(ctx, r.rdb, sku4, lua.InitSKUArgs{Initial: 5, Available: 5, StartMS: time.Now().Add(-time.Hour).UnixMilli(),
 		EndMS: time.Now().Add(time.Hour).UnixMilli(), OrderDeadline: 5 * time.Minute, PaymentTimeout: 15 * time.Minute, Unmoved: true}); err != nil {

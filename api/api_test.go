@@ -366,7 +366,7 @@ func TestReserveAcceptsTheKeyInEveryDocumentedForm(t *testing.T) {
 }
 
 func TestReserveOutcomes(t *testing.T) {
-	rid := uuid.New()
+	rid, rid2 := uuid.New(), uuid.New()
 	cases := []struct {
 		name   string
 		res    reservation.Result
@@ -379,6 +379,8 @@ func TestReserveOutcomes(t *testing.T) {
 		{name: "duplicate", res: reservation.Result{Code: reservation.Queued, ReservationID: rid, Duplicate: true, Status: "ORDER_CREATED"}, status: 202, code: "QUEUED"},
 		{name: "sold out", res: reservation.Result{Code: reservation.SoldOut}, status: 409, code: "SOLD_OUT"},
 		{name: "already reserved", res: reservation.Result{Code: reservation.AlreadyReserved, ReservationID: rid}, status: 409, code: "ALREADY_RESERVED"},
+		{name: "sale limit reached", res: reservation.Result{Code: reservation.SaleLimitReached,
+			Limit: &reservation.Limit{MaxPerUser: 2, Held: []uuid.UUID{rid, rid2}}}, status: 409, code: "SALE_LIMIT_REACHED"},
 		{name: "not started", res: reservation.Result{Code: reservation.NotStarted}, status: 403, code: "SALE_NOT_STARTED"},
 		{name: "ended", res: reservation.Result{Code: reservation.Ended}, status: 403, code: "SALE_ENDED"},
 		{name: "unknown sale", res: reservation.Result{Code: reservation.UnknownSale}, status: 404, code: "UNKNOWN_SALE"},
@@ -418,6 +420,10 @@ func TestReserveOutcomes(t *testing.T) {
 			case "ALREADY_RESERVED":
 				if m["reservation_id"] != rid.String() {
 					t.Fatalf("already reserved answer %v lacks the held reservation %v", m, rid)
+				}
+			case "SALE_LIMIT_REACHED":
+				if m["max_per_user"] != float64(2) || fmt.Sprint(m["held_reservation_ids"]) != fmt.Sprint([]any{rid.String(), rid2.String()}) {
+					t.Fatalf("sale limit answer %v lacks the cap 2 and the held reservations %v %v", m, rid, rid2)
 				}
 			default:
 				if _, has := m["reservation_id"]; has {

@@ -526,8 +526,8 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		got = append(got, c.(string))
 	}
 	want := []string{"INVALID_ARGUMENT", "UNAUTHENTICATED", "SOLD_OUT", "ALREADY_RESERVED", "SALE_NOT_STARTED",
-		"SALE_ENDED", "UNKNOWN_SALE", "UNAVAILABLE", "NOT_FOUND", "REDIS_NEEDS_REBUILD", "BUCKETS_FIXED", "INTERNAL", "METHOD_NOT_ALLOWED",
-		"ORDER_STATE", "BAD_SIGNATURE", "INVALID_CALLBACK", "WEBHOOK_ID_REUSED", "PAYMENT_MISMATCH", "UNKNOWN_ORDER",
+		"SALE_ENDED", "UNKNOWN_SALE", "UNAVAILABLE", "NOT_FOUND", "REDIS_NEEDS_REBUILD", "BUCKETS_FIXED", "MAX_PER_USER_FIXED", "INTERNAL",
+		"METHOD_NOT_ALLOWED", "SALE_LIMIT_REACHED", "ORDER_STATE", "BAD_SIGNATURE", "INVALID_CALLBACK", "WEBHOOK_ID_REUSED", "PAYMENT_MISMATCH", "UNKNOWN_ORDER",
 		"PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE", "RATE_LIMITED", "PAYMENT_UNCONFIRMED", "ADMIN_FORBIDDEN"}
 	sort.Strings(got)
 	sort.Strings(want)
@@ -535,7 +535,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		t.Fatalf("ErrorCode enum = %v, want %v", got, want)
 	}
 	for _, c := range []reservation.Code{reservation.SoldOut, reservation.AlreadyReserved, reservation.NotStarted,
-		reservation.Ended, reservation.UnknownSale} {
+		reservation.Ended, reservation.UnknownSale, reservation.SaleLimitReached} {
 		if !slices.Contains(got, string(c)) {
 			t.Errorf("reservation code %s is not a documented error code", c)
 		}

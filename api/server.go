@@ -298,6 +298,10 @@ func (h *handlers) reserve(w http.ResponseWriter, r *http.Request) {
 	case reservation.AlreadyReserved:
 		writeJSON(w, http.StatusConflict, map[string]any{"code": string(res.Code),
 			"message": "you already hold a reservation for this item", "reservation_id": res.ReservationID})
+	case reservation.SaleLimitReached:
+		writeJSON(w, http.StatusConflict, map[string]any{"code": string(res.Code), "max_per_user": res.Limit.MaxPerUser,
+			"message":              "you hold as many reservations as this sale allows; cancelling one frees a place",
+			"held_reservation_ids": res.Limit.Held})
 	case reservation.NotStarted:
 		writeError(w, http.StatusForbidden, apiError{Code: string(res.Code), Message: "the sale has not started"})
 	case reservation.Ended:
@@ -359,11 +363,14 @@ func (h *handlers) setupSale(w http.ResponseWriter, r *http.Request) {
 	}
 	var fe *sale.FieldError
 	var bf *sale.BucketsFixedError
+	var mf *sale.MaxPerUserFixedError
 	switch {
 	case errors.As(err, &fe):
 		invalid(w, fe.Field, fe.Reason)
 	case errors.As(err, &bf):
 		writeError(w, http.StatusConflict, apiError{Code: "BUCKETS_FIXED", Field: bf.Field, Message: bf.Error()})
+	case errors.As(err, &mf):
+		writeError(w, http.StatusConflict, apiError{Code: "MAX_PER_USER_FIXED", Field: "max_per_user", Message: mf.Error()})
 	case errors.Is(err, sale.ErrRedisNeedsRebuild):
 		writeError(w, http.StatusConflict, apiError{Code: "REDIS_NEEDS_REBUILD", Message: err.Error()})
 	case err != nil:

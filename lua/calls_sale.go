@@ -9,6 +9,14 @@ import (
 
 // ---- init_sku.lua
 
+// MetaMaxPerUser is the field of every bucket's meta hash holding the sale's
+// per-user cap (hold_claim.lua's cap; missing: 1).
+const MetaMaxPerUser = "max_per_user"
+
+// MaxPerUser bounds a sale's cap: sale.MaxSKUs (a user holds at most one
+// reservation per SKU, so a larger cap never binds).
+const MaxPerUser = 1000
+
 // InitSKUArgs sets up one SKU's admission state (init_sku.lua): the sale
 // window always, the counters only when absent.
 type InitSKUArgs struct {
@@ -21,12 +29,16 @@ type InitSKUArgs struct {
 	Unmoved bool
 	// Buckets is the SKU's bucket count (0 means 1), kept in the meta hash.
 	Buckets int
+	// MaxPerUser is the sale's per-user cap (0 means 1), kept in the meta
+	// hash (MetaMaxPerUser).
+	MaxPerUser int
 }
 
 // Render returns the KEYS and ARGV of the call.
 func (a InitSKUArgs) Render(k Keys) (keys []string, argv []any) {
 	return []string{k.Counter(), k.Meta()}, []any{a.Initial, a.Available, a.StartMS, a.EndMS,
-		a.OrderDeadline.Milliseconds(), a.PaymentTimeout.Milliseconds(), flag(a.Unmoved), max(a.Buckets, 1)}
+		a.OrderDeadline.Milliseconds(), a.PaymentTimeout.Milliseconds(), flag(a.Unmoved), max(a.Buckets, 1),
+		max(a.MaxPerUser, 1)}
 }
 
 // InitSKUCode is init_sku.lua's answer.

@@ -31,7 +31,7 @@ func TestRender(t *testing.T) {
 			wantKeys: []string{"seckill:{77:3}:send_due", "seckill:{77:3}:counter", "seckill:{77:3}:r:rid", "seckill:{77:3}:r:rid2"},
 			wantArgv: []any{OutcomeUnknown, int64(10), "boom", "rid", int64(20), "rid2", int64(30)}},
 		{name: "init_sku.lua", wantKeys: []string{"seckill:{77:3}:counter", "seckill:{77:3}:meta"},
-			wantArgv: []any{int64(5), int64(4), int64(100), int64(200), int64(300000), int64(60000), "0", 1}},
+			wantArgv: []any{int64(5), int64(4), int64(100), int64(200), int64(300000), int64(60000), "0", 1, 3}},
 		{name: "order_created.lua",
 			wantKeys: []string{"seckill:{77:3}:r:rid", "seckill:{77:3}:counter", "seckill:{77:3}:send_due"},
 			wantArgv: []any{"rid", "oid"}},
@@ -62,7 +62,7 @@ func TestRender(t *testing.T) {
 				Items: []SendDoneItem{{ReservationID: "rid", RecheckMS: 20}, {ReservationID: "rid2", RecheckMS: 30}}}.Render(tk)
 		case "init_sku.lua":
 			c.keys, c.argv = InitSKUArgs{Initial: 5, Available: 4, StartMS: 100, EndMS: 200, OrderDeadline: 5 * time.Minute,
-				PaymentTimeout: time.Minute}.Render(tk)
+				PaymentTimeout: time.Minute, MaxPerUser: 3}.Render(tk)
 		case "order_created.lua":
 			c.keys, c.argv = OrderCreatedArgs{ReservationID: "rid", OrderID: "oid"}.Render(tk)
 		case "compensate.lua":

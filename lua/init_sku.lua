@@ -9,13 +9,16 @@
 -- ARGV[7] "1" when PostgreSQL shows no stock movement yet (initial = available)
 -- ARGV[8] buckets: how many stock buckets the SKU has (this call sets up one
 --         of them: KEYS are that bucket's; initial and available its share)
+-- ARGV[9] max_per_user: the sale's per-user cap (lua/hold.lua), read by
+--         gateways with the bucket count
 --
 -- Returns {code, available}: 1 counters created, 0 counters kept (live SKU),
 -- -1 counters missing but PostgreSQL has movements: nothing written to the
 --    counters; Redis must be rebuilt from PostgreSQL (open reservations and
 --    orders would otherwise be forgotten and stock oversold).
 redis.call('HSET', KEYS[2], 'start_ms', ARGV[3], 'end_ms', ARGV[4],
-    'order_deadline_ms', ARGV[5], 'payment_timeout_ms', ARGV[6], 'buckets', ARGV[8])
+    'order_deadline_ms', ARGV[5], 'payment_timeout_ms', ARGV[6], 'buckets', ARGV[8],
+    'max_per_user', ARGV[9])
 -- A counter without its 'initial' field is not a counter (an older script
 -- created one with a stray total): set-up treats it as missing.
 if redis.call('HEXISTS', KEYS[1], 'initial') == 1 then

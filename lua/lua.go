@@ -1,6 +1,7 @@
 // Package lua holds the Redis Lua scripts of the hot path, one per file, and
 // the key layout they rely on. Every key of one (activity, sku) carries the
-// hash tag {activity:sku}, so each script touches a single Redis Cluster slot.
+// hash tag {activity:sku}, so each script touches a single Redis Cluster slot;
+// a user's holds across a sale's SKUs have a slot of their own (Holds).
 package lua
 
 import (
@@ -32,6 +33,10 @@ var (
 	xferGiveSrc string
 	//go:embed xfer_close.lua
 	xferCloseSrc string
+	//go:embed hold_claim.lua
+	holdClaimSrc string
+	//go:embed hold_release.lua
+	holdReleaseSrc string
 )
 
 // Scripts run with EVALSHA (go-redis falls back to EVAL once if the script
@@ -53,6 +58,10 @@ var (
 	xferTake  = redis.NewScript(xferTakeSrc)
 	xferGive  = redis.NewScript(xferGiveSrc)
 	xferClose = redis.NewScript(xferCloseSrc)
+	// holdClaim and holdRelease keep a user's holds across a sale's SKUs
+	// (calls_hold.go), in the user's own slot.
+	holdClaim   = redis.NewScript(holdClaimSrc)
+	holdRelease = redis.NewScript(holdReleaseSrc)
 )
 
 // All lists every script, for loading them at start-up (SCRIPT LOAD).
@@ -68,6 +77,8 @@ func All() map[string]*redis.Script {
 		"xfer_take.lua":     xferTake,
 		"xfer_give.lua":     xferGive,
 		"xfer_close.lua":    xferClose,
+		"hold_claim.lua":    holdClaim,
+		"hold_release.lua":  holdRelease,
 	}
 }
 

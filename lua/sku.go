@@ -1,11 +1,13 @@
 package lua
 
 // SKU is one (activity, sku) with the number of Redis stock buckets its
-// admission uses (sku_inventory.buckets; 1 when not split).
+// admission uses (sku_inventory.buckets; 1 when not split) and, where the
+// gateway read it, its sale's per-user cap (sale_activity.max_per_user).
 type SKU struct {
 	ActivityID int64
 	SKUID      int64
 	Buckets    int
+	MaxPerUser int
 }
 
 // For is the Keys of userID's bucket.

@@ -31,6 +31,9 @@ const (
 	ReasonDuplicateOrder  = "DUPLICATE_ORDER"
 	ReasonPayloadConflict = "PAYLOAD_CONFLICT"
 	ReasonUnknownSKU      = "UNKNOWN_SKU"
+	// ReasonUserCap: the user held the sale's max_per_user reservations
+	// (docs/spec.md#user-cap).
+	ReasonUserCap = "USER_CAP_REACHED"
 	// ReasonUnprocessable: the order transaction failed for good (a
 	// permanent database error); recorded as ORDER_UNPROCESSABLE:<detail>.
 	ReasonUnprocessable = "ORDER_UNPROCESSABLE"

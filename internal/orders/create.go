@@ -247,7 +247,8 @@ func (s *Store) count(r CreateResult) {
 		label = "duplicate"
 	case r.Outcome == OutcomeRejected:
 		label = map[string]string{inventory.ReasonStockExhausted: "rejected_stock", inventory.ReasonDeadline: "rejected_deadline",
-			inventory.ReasonDuplicateOrder: "rejected_duplicate_order", inventory.ReasonUnknownSKU: "rejected_unknown_sku"}[r.Reason]
+			inventory.ReasonDuplicateOrder: "rejected_duplicate_order", inventory.ReasonUnknownSKU: "rejected_unknown_sku",
+			inventory.ReasonUserCap: "rejected_user_cap"}[r.Reason]
 	}
 	if label != "" {
 		s.m.OrderCreate.WithLabelValues(label).Inc()

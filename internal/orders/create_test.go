@@ -121,6 +121,7 @@ func TestCount(t *testing.T) {
 		{CreateResult{Outcome: OutcomeCreated, Duplicate: true}, "duplicate"},
 		{CreateResult{Outcome: OutcomeRejected, Duplicate: true, Reason: inventory.ReasonStockExhausted}, "duplicate"},
 		{CreateResult{Outcome: OutcomeRejected, Reason: inventory.ReasonStockExhausted}, "rejected_stock"},
+		{CreateResult{Outcome: OutcomeRejected, Reason: inventory.ReasonUserCap}, "rejected_user_cap"},
 		{CreateResult{Outcome: OutcomeRejected, Reason: inventory.ReasonDeadline}, "rejected_deadline"},
 		{CreateResult{Outcome: OutcomeRejected, Reason: inventory.ReasonDuplicateOrder}, "rejected_duplicate_order"},
 		{CreateResult{Outcome: OutcomeRejected, Reason: inventory.ReasonUnknownSKU}, "rejected_unknown_sku"},

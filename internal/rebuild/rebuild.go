@@ -45,9 +45,10 @@ type SKU struct {
 // Rebuild rewrites activityID's Redis state from PostgreSQL.
 func Rebuild(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activityID int64, ttl time.Duration, force bool) ([]SKU, error) {
 	var starts, ends time.Time
-	var payTimeout, deadline int64
-	err := pool.QueryRow(ctx, `SELECT starts_at, ends_at, payment_timeout_seconds, order_deadline_seconds FROM sale_activity WHERE activity_id = $1`,
-		activityID).Scan(&starts, &ends, &payTimeout, &deadline)
+	var payTimeout, deadline, maxPerUser int64
+	err := pool.QueryRow(ctx, `SELECT starts_at, ends_at, payment_timeout_seconds, order_deadline_seconds, max_per_user
+		FROM sale_activity WHERE activity_id = $1`,
+		activityID).Scan(&starts, &ends, &payTimeout, &deadline, &maxPerUser)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("no activity %d in PostgreSQL", activityID)
 	}
@@ -72,7 +73,7 @@ func Rebuild(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, activit
 		invs = append(invs, v)
 	}
 	rows.Close()
-	w := window{starts: starts, ends: ends, payTimeout: payTimeout, deadline: deadline}
+	w := window{starts: starts, ends: ends, payTimeout: payTimeout, deadline: deadline, maxPerUser: maxPerUser}
 	var out []SKU
 	for _, v := range invs {
 		s, err := rebuildSKU(ctx, pool, rdb, lua.SKU{ActivityID: activityID, SKUID: v.sku, Buckets: v.buckets}, v, w, ttl)
@@ -90,8 +91,8 @@ type inv struct {
 }
 
 type window struct {
-	starts, ends         time.Time
-	payTimeout, deadline int64
+	starts, ends                     time.Time
+	payTimeout, deadline, maxPerUser int64
 }
 
 // rebuildSKU rewrites every bucket of one SKU. Each reservation goes to its
@@ -130,7 +131,8 @@ func rebuildSKU(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, sku 
 			// reloads it (internal/reservation/soldout.go).
 			"holders_version", time.Now().UnixMicro())
 		pipe.HSet(ctx, k.Meta(), "start_ms", w.starts.UnixMilli(), "end_ms", w.ends.UnixMilli(),
-			"order_deadline_ms", w.deadline*1000, "payment_timeout_ms", w.payTimeout*1000, "buckets", sku.Buckets)
+			"order_deadline_ms", w.deadline*1000, "payment_timeout_ms", w.payTimeout*1000, "buckets", sku.Buckets,
+			lua.MetaMaxPerUser, w.maxPerUser)
 		if _, err := pipe.Exec(ctx); err != nil {
 			return s, fmt.Errorf("write counters of sku %d bucket %d: %w", v.sku, b, err)
 		}

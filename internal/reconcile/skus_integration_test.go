@@ -30,7 +30,7 @@ func threeSKUSale(t *testing.T, r *rig) []lua.Keys {
 	t.Helper()
 	ctx := context.Background()
 	a := sale.Activity{ActivityID: testenv.ActivityID(), Name: "test", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
-		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300}
+		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300, MaxPerUser: 3} // one user orders every SKU (docs/spec.md#user-cap)
 	var ks []lua.Keys
 	for s := int64(1); s <= 3; s++ {
 		a.SKUs = append(a.SKUs, sale.SKU{SKUID: s, Stock: 10, PriceCents: 100})

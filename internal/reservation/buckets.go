@@ -12,27 +12,28 @@ import (
 	"github.com/seckill/seckill/lua"
 )
 
-// Buckets knows how many stock buckets each SKU has (docs/scale.md), read
-// once from bucket 0's meta hash, where sale set-up writes it. The count is
-// fixed once a SKU is set up (sale.Setup refuses a change), so a count once
-// read is kept for the life of the process. It is safe for concurrent use.
+// Buckets knows how many stock buckets each SKU has (docs/scale.md) and its
+// sale's per-user cap (docs/spec.md#user-cap), read once from bucket 0's
+// meta hash, where sale set-up writes them. Both are fixed once set up
+// (sale.Setup refuses a change), so what was read is kept for the life of
+// the process. It is safe for concurrent use.
 type Buckets struct {
 	rdb   redis.Cmdable
-	known sync.Map // lua.Keys (bucket 0) → int
+	known sync.Map // lua.Keys (bucket 0) → lua.SKU
 }
 
 // NewBuckets returns a Buckets reading rdb.
 func NewBuckets(rdb redis.Cmdable) *Buckets { return &Buckets{rdb: rdb} }
 
-// SKU is (activity, sku) with its bucket count. A SKU whose meta hash is
-// missing (not set up, or Redis lost it) counts as one bucket, and is asked
-// again next time: reserve.lua then answers NOT_CONFIGURED.
+// SKU is (activity, sku) with its bucket count and cap. A SKU whose meta
+// hash is missing (not set up, or Redis lost it) counts as one bucket, and
+// is asked again next time: reserve.lua then answers NOT_CONFIGURED.
 func (b *Buckets) SKU(ctx context.Context, activityID, skuID int64) (lua.SKU, error) {
 	k := lua.Keys{ActivityID: activityID, SKUID: skuID}
-	if n, ok := b.known.Load(k); ok {
-		return lua.SKU{ActivityID: activityID, SKUID: skuID, Buckets: n.(int)}, nil
+	if s, ok := b.known.Load(k); ok {
+		return s.(lua.SKU), nil
 	}
-	v, err := b.rdb.HMGet(ctx, k.Meta(), "start_ms", lua.MetaBuckets).Result()
+	v, err := b.rdb.HMGet(ctx, k.Meta(), "start_ms", lua.MetaBuckets, lua.MetaMaxPerUser).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return lua.SKU{}, fmt.Errorf("read bucket count of %d/%d: %w", activityID, skuID, err)
 	}
@@ -40,11 +41,31 @@ func (b *Buckets) SKU(ctx context.Context, activityID, skuID int64) (lua.SKU, er
 	if err != nil {
 		return lua.SKU{}, fmt.Errorf("meta of %d/%d %w", activityID, skuID, err)
 	}
-	sku := lua.SKU{ActivityID: activityID, SKUID: skuID, Buckets: n}
+	c, err := maxPerUser(v)
+	if err != nil {
+		return lua.SKU{}, fmt.Errorf("meta of %d/%d %w", activityID, skuID, err)
+	}
+	sku := lua.SKU{ActivityID: activityID, SKUID: skuID, Buckets: n, MaxPerUser: c}
 	if known {
-		b.known.Store(k, sku.Buckets)
+		b.known.Store(k, sku)
 	}
 	return sku, nil
+}
+
+// maxPerUser reads the sale's cap from a meta hash's max_per_user field
+// (HMGET's third value): 1 when it is missing (a sale set up before the cap
+// existed: PostgreSQL's column default), an error for anything but a number
+// from 1 to lua.MaxPerUser.
+func maxPerUser(v []any) (int, error) {
+	if len(v) < 3 || v[2] == nil {
+		return 1, nil
+	}
+	s, _ := v[2].(string)
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > lua.MaxPerUser {
+		return 0, fmt.Errorf("holds max_per_user %q", s)
+	}
+	return n, nil
 }
 
 // bucketCount reads a SKU's bucket count from its meta hash's start_ms and

@@ -47,6 +47,9 @@ const (
 	NotStarted      Code = "SALE_NOT_STARTED"
 	Ended           Code = "SALE_ENDED"
 	UnknownSale     Code = "UNKNOWN_SALE"
+	// SaleLimitReached: the user holds the sale's max_per_user reservations
+	// (docs/spec.md#user-cap); nothing was held.
+	SaleLimitReached Code = "SALE_LIMIT_REACHED"
 )
 
 // Result is what the gateway answers.
@@ -58,6 +61,15 @@ type Result struct {
 	Duplicate bool
 	// Status is the reservation's current state for a duplicate (RESERVED, ORDER_CREATED, ...).
 	Status string
+	// Limit is set for SaleLimitReached only.
+	Limit *Limit
+}
+
+// Limit is what a SALE_LIMIT_REACHED answer names: the sale's cap and the
+// reservations the user holds in it (each may be cancelled to free a place).
+type Limit struct {
+	MaxPerUser int
+	Held       []uuid.UUID
 }
 
 // Options of a Reserver.
@@ -79,9 +91,13 @@ type Options struct {
 	// 1 ms; the gateway uses SECKILL_SEND_LINGER, 5 ms).
 	MaxBatch int
 	Linger   time.Duration
-	// Scripts runs reserve.lua (default: the Reserver's client). The gateway
-	// passes the client's auto-pipeliner (SECKILL_RESERVE_AUTOPIPELINE).
+	// Scripts runs reserve.lua and the hold scripts (default: the Reserver's
+	// client). The gateway passes the client's auto-pipeliner
+	// (SECKILL_RESERVE_AUTOPIPELINE).
 	Scripts redis.Scripter
+	// HoldGrace: a user's hold whose reservation hash is missing is a leak
+	// only past this age (holds.go; default DefaultHoldGrace).
+	HoldGrace time.Duration
 }
 
 // Reserver admits requests. It is safe for concurrent use.
@@ -126,6 +142,9 @@ func NewReserver(rdb redis.Cmdable, d *ids.Deriver, pub BatchPublisher, opt Opti
 	}
 	if opt.Scripts == nil {
 		opt.Scripts = rdb
+	}
+	if opt.HoldGrace <= 0 {
+		opt.HoldGrace = DefaultHoldGrace
 	}
 	r := &Reserver{rdb: rdb, ids: d, pub: pub, opt: opt, m: m, fp: fp, log: log, now: time.Now, buckets: NewBuckets(rdb),
 		queue: make(chan sendItem, 16*opt.MaxBatch), stopped: make(chan struct{})}
@@ -180,9 +199,16 @@ func (r *Reserver) reserve(ctx context.Context, userID, activityID, skuID int64,
 		MessageID: id.MessageID.String(), RequestID: requestID.String(), UserID: userID, NowMS: nowMS,
 		KeyVersion: id.KeyVersion, SchemaVersion: ids.SchemaVersion, TTL: r.opt.ReservationTTL,
 		SendDueAtMS: nowMS + r.opt.SendDueDelay.Milliseconds()}
+	hold := lua.Hold{ReservationID: args.ReservationID, SKUID: skuID, ClaimedAtMS: nowMS}
+	if res, done, err := r.claimHold(ctx, sku, k, userID, requestID, hold); done {
+		return res, err
+	}
 	reply, err := r.reserveScript(ctx, sku, k, args)
 	if err != nil {
-		return Result{}, err
+		return Result{}, err // unknown: the claim stays (heal frees it if nothing was admitted)
+	}
+	if !keepsHold(reply, hold) {
+		r.releaseHold(ctx, activityID, userID, hold)
 	}
 	if reply.Code == lua.ReserveSoldOut && reply.HoldersVersion < 0 {
 		return Result{Code: SoldOut}, nil // a false SOLD_OUT: no memo, the next request tries again

@@ -37,7 +37,11 @@ type Activity struct {
 	EndsAt                time.Time `json:"ends_at"`
 	PaymentTimeoutSeconds int       `json:"payment_timeout_seconds"`
 	OrderDeadlineSeconds  int       `json:"order_deadline_seconds"`
-	SKUs                  []SKU     `json:"skus"`
+	// MaxPerUser caps the reservations one user holds across the sale's
+	// SKUs (docs/spec.md#user-cap); 0 means 1 for a new sale and "as set up"
+	// for an existing one. Fixed once the sale exists.
+	MaxPerUser int   `json:"max_per_user,omitempty"`
+	SKUs       []SKU `json:"skus"`
 }
 
 // SKU is one item of an activity and its stock.
@@ -78,6 +82,8 @@ func (a Activity) Validate() error {
 		return &FieldError{"payment_timeout_seconds", "must be between 1 and 86400"}
 	case a.OrderDeadlineSeconds <= 0 || a.OrderDeadlineSeconds > 86400:
 		return &FieldError{"order_deadline_seconds", "must be between 1 and 86400"}
+	case a.MaxPerUser < 0 || a.MaxPerUser > MaxSKUs:
+		return &FieldError{"max_per_user", fmt.Sprintf("must be between 1 and %d (0 or absent: 1)", MaxSKUs)}
 	case len(a.SKUs) == 0 || len(a.SKUs) > MaxSKUs:
 		return &FieldError{"skus", fmt.Sprintf("must list 1 to %d SKUs", MaxSKUs)}
 	}
@@ -136,6 +142,19 @@ func (e *BucketsFixedError) Error() string {
 		e.Field, e.SKUID, e.Stored)
 }
 
+// MaxPerUserFixedError refuses another max_per_user for an existing sale:
+// gateways keep a SKU's cap for their life (internal/reservation/buckets.go),
+// so a change would hold on some and not on others. Nothing is written.
+type MaxPerUserFixedError struct {
+	ActivityID int64
+	Stored     int
+}
+
+func (e *MaxPerUserFixedError) Error() string {
+	return fmt.Sprintf("max_per_user: sale %d exists with max_per_user %d; the cap is fixed once set up",
+		e.ActivityID, e.Stored)
+}
+
 // ErrRedisNeedsRebuild means PostgreSQL shows stock movements for a SKU whose
 // Redis counters are gone: initialising them from the definition would admit
 // too many buyers. Rebuild Redis from PostgreSQL instead.
@@ -150,16 +169,11 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, a Activit
 	}
 	results := make([]SKUResult, 0, len(a.SKUs))
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO sale_activity (activity_id, name, starts_at, ends_at, payment_timeout_seconds, order_deadline_seconds)
-			VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (activity_id) DO UPDATE
-			SET name = EXCLUDED.name, starts_at = EXCLUDED.starts_at, ends_at = EXCLUDED.ends_at,
-			    payment_timeout_seconds = EXCLUDED.payment_timeout_seconds,
-			    order_deadline_seconds = EXCLUDED.order_deadline_seconds, updated_at = clock_timestamp()`,
-			a.ActivityID, a.Name, a.StartsAt, a.EndsAt, a.PaymentTimeoutSeconds, a.OrderDeadlineSeconds); err != nil {
-			return fmt.Errorf("upsert activity %d: %w", a.ActivityID, err)
+		stored, err := upsertActivity(ctx, tx, a)
+		if err != nil {
+			return err
 		}
+		a.MaxPerUser = stored
 		for i, s := range a.SKUs {
 			r, err := upsertSKU(ctx, tx, a.ActivityID, i, s)
 			if err != nil {
@@ -178,6 +192,28 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, a Activit
 		}
 	}
 	return results, nil
+}
+
+// upsertActivity writes the activity row and returns its stored
+// max_per_user (a new sale's is the definition's, or 1).
+func upsertActivity(ctx context.Context, tx pgx.Tx, a Activity) (int, error) {
+	var stored int
+	if err := tx.QueryRow(ctx, `
+		INSERT INTO sale_activity (activity_id, name, starts_at, ends_at, payment_timeout_seconds, order_deadline_seconds, max_per_user)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (activity_id) DO UPDATE
+		SET name = EXCLUDED.name, starts_at = EXCLUDED.starts_at, ends_at = EXCLUDED.ends_at,
+		    payment_timeout_seconds = EXCLUDED.payment_timeout_seconds,
+		    order_deadline_seconds = EXCLUDED.order_deadline_seconds, updated_at = clock_timestamp()
+		RETURNING max_per_user`,
+		a.ActivityID, a.Name, a.StartsAt, a.EndsAt, a.PaymentTimeoutSeconds, a.OrderDeadlineSeconds,
+		max(a.MaxPerUser, 1)).Scan(&stored); err != nil {
+		return 0, fmt.Errorf("upsert activity %d: %w", a.ActivityID, err)
+	}
+	if a.MaxPerUser != 0 && a.MaxPerUser != stored {
+		return 0, &MaxPerUserFixedError{ActivityID: a.ActivityID, Stored: stored}
+	}
+	return stored, nil
 }
 
 // upsertSKU inserts the i-th SKU of the definition or reads the existing
@@ -206,7 +242,7 @@ func initRedis(ctx context.Context, rdb redis.Cmdable, a Activity, r *SKUResult)
 			StartMS: a.StartsAt.UnixMilli(), EndMS: a.EndsAt.UnixMilli(),
 			OrderDeadline:  time.Duration(a.OrderDeadlineSeconds) * time.Second,
 			PaymentTimeout: time.Duration(a.PaymentTimeoutSeconds) * time.Second,
-			Unmoved:        r.AvailableStock == r.InitialStock, Buckets: r.Buckets})
+			Unmoved:        r.AvailableStock == r.InitialStock, Buckets: r.Buckets, MaxPerUser: a.MaxPerUser})
 		if err != nil {
 			return fmt.Errorf("init redis for sku %d bucket %d: %w", r.SKUID, b, err)
 		}

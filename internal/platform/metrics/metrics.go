@@ -32,6 +32,7 @@ type Reservation struct {
 	Refills        *prometheus.CounterVec // seckill_reserve_refills_total{result}
 	RefillUnits    prometheus.Counter     // seckill_reserve_refill_units_total
 	FalseSoldOut   prometheus.Counter     // seckill_reserve_false_sold_out_total
+	HoldsHealed    prometheus.Counter     // seckill_reserve_holds_healed_total
 	SendTotal      *prometheus.CounterVec // seckill_reservation_send_total{source,result}
 	SendUnknown    prometheus.Counter     // seckill_reservation_send_unknown_total
 	Resend         prometheus.Counter     // seckill_reservation_resend_total
@@ -63,6 +64,8 @@ func NewReservation(reg prometheus.Registerer) *Reservation {
 			Help: "Units the gateway moved on demand into sold-out buckets."}),
 		FalseSoldOut: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reserve_false_sold_out_total",
 			Help: "SOLD_OUT answers given while another bucket of the SKU still had an unreserved unit (every on-demand move lost its units to other buyers)."}),
+		HoldsHealed: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reserve_holds_healed_total",
+			Help: "Entries of users' per-sale holds released because their reservation was compensated, cancelled or never written (docs/spec.md#user-cap)."}),
 		SendTotal: f.NewCounterVec(prometheus.CounterOpts{Name: "seckill_reservation_send_total",
 			Help: "Sends of ORDER_CREATE_REQUESTED by source (gateway, scanner) and result (published, unknown, failed)."},
 			[]string{"source", "result"}),

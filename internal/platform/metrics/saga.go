@@ -9,7 +9,7 @@ import (
 // PostgreSQL, compensation, payments.
 type Saga struct {
 	// OrderCreate counts CreateOrder outcomes: created, duplicate, rejected_stock,
-	// rejected_deadline, rejected_duplicate_order, rejected_unknown_sku, late, manual.
+	// rejected_deadline, rejected_duplicate_order, rejected_unknown_sku, rejected_user_cap, late, manual.
 	OrderCreate *prometheus.CounterVec // seckill_order_create_total{result}
 	// InboxPayloadConflict: same message_id, different payload (security-grade alert).
 	InboxPayloadConflict prometheus.Counter // seckill_inbox_payload_conflict_total
