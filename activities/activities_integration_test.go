@@ -22,6 +22,7 @@ import (
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -240,7 +241,7 @@ func TestPGStockExhaustedCompensatesRedisOnceEach(t *testing.T) {
 			case err != nil:
 				t.Errorf("compensate: %v", err)
 			default:
-				outcomes[c.Status]++
+				outcomes[c.Status.String()]++
 			}
 		}()
 	}
@@ -269,7 +270,7 @@ func TestPGStockExhaustedCompensatesRedisOnceEach(t *testing.T) {
 	}
 	wg.Wait()
 	// The second rejected one compensates normally.
-	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: rejected[1].ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); err != nil || c.Status != "COMPENSATED" {
+	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: rejected[1].ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); err != nil || c.Status != state.ReservationCompensated {
 		t.Fatalf("second compensation = %+v, %v", c, err)
 	}
 	initial, avail, open, committed := r.redisCounters(t)
@@ -297,7 +298,7 @@ func TestCompensationWithMissingRedisKeyNeverAddsStock(t *testing.T) {
 	}
 	r.rdb.Del(ctx, r.k.Reservation(m.ReservationID.String())) // e.g. lost in a failover
 	c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID})
-	if err != nil || c.Status != "MANUAL_REVIEW" || c.LuaCode != -1 {
+	if err != nil || c.Status != state.ReservationManualReview || c.LuaCode != -1 {
 		t.Fatalf("compensate = %+v, %v", c, err)
 	}
 	if _, avail, _, _ := r.redisCounters(t); avail != 0 {
@@ -475,7 +476,7 @@ func TestRepairActionsAreValidatedRecordedAndIdempotent(t *testing.T) {
 		t.Fatal(res)
 	}
 	r.rdb.Del(ctx, r.k.Reservation(stuck.ReservationID.String()))
-	if c, _ := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: stuck.ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); c.Status != "MANUAL_REVIEW" {
+	if c, _ := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: stuck.ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); c.Status != state.ReservationManualReview {
 		t.Fatal(c)
 	}
 	// An order waiting for payment, for the actions that need one.

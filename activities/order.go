@@ -26,7 +26,7 @@ type (
 )
 
 // Outcomes of CreateOrder (orders.Outcome*).
-const (
+var (
 	OutcomeCreated  = orders.OutcomeCreated
 	OutcomeRejected = orders.OutcomeRejected
 	OutcomeLate     = orders.OutcomeLate

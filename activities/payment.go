@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/state"
 )
 
 func (a *Activities) payments() (*payments.Store, error) {
@@ -20,7 +21,7 @@ func (a *Activities) payments() (*payments.Store, error) {
 
 // OrderStatus reads an order's status from PostgreSQL (a payment signal is a
 // hint; the row is the fact).
-func (a *Activities) OrderStatus(ctx context.Context, orderID uuid.UUID) (string, error) {
+func (a *Activities) OrderStatus(ctx context.Context, orderID uuid.UUID) (state.Order, error) {
 	return a.pay.Status(ctx, orderID)
 }
 
@@ -31,11 +32,12 @@ type CancelInput struct {
 	RequireExpired bool
 }
 
-// BeginCancel moves the order to CANCEL_PENDING (or reports where it is).
-func (a *Activities) BeginCancel(ctx context.Context, in CancelInput) (string, error) {
+// BeginCancel moves the order to CANCEL_PENDING (or reports where it is,
+// or state.CancelPaymentStarting while a payment is being started).
+func (a *Activities) BeginCancel(ctx context.Context, in CancelInput) (state.Cancel, error) {
 	st, err := a.payments()
 	if err != nil {
-		return "", err
+		return state.Cancel{}, err
 	}
 	return st.BeginCancel(ctx, in.OrderID, in.RequireExpired)
 }
@@ -46,10 +48,6 @@ type (
 	// RecordResult says what recording a payment did.
 	RecordResult = payments.RecordResult
 )
-
-// StatusPaymentStarting is BeginCancel's answer while the buyer is starting
-// a payment at the provider: the cancel waits for it.
-const StatusPaymentStarting = payments.StatusPaymentStarting
 
 // Close outcomes (payments.Close*).
 const (
@@ -88,14 +86,14 @@ func (a *Activities) RecordPayment(ctx context.Context, ev payments.Evidence) (p
 }
 
 // FinalCancel cancels a CANCEL_PENDING order with no successful payment.
-func (a *Activities) FinalCancel(ctx context.Context, orderID uuid.UUID) (string, error) {
+func (a *Activities) FinalCancel(ctx context.Context, orderID uuid.UUID) (state.Order, error) {
 	st, err := a.payments()
 	if err != nil {
-		return "", err
+		return state.Order{}, err
 	}
 	status, err := st.FinalCancel(ctx, orderID)
 	if err == nil {
-		a.m.Cancel.WithLabelValues(map[bool]string{true: "cancelled", false: "paid_won"}[status == payments.StatusCancelled]).Inc()
+		a.m.Cancel.WithLabelValues(map[bool]string{true: "cancelled", false: "paid_won"}[status == state.OrderCancelled]).Inc()
 	}
 	return status, err
 }
