@@ -18,6 +18,8 @@ import (
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/inventory"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
@@ -135,7 +137,7 @@ func TestSameMessageTenThousandTimesConcurrently(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("delivery %d: %v", i, errs[i])
 		}
-		if results[i].Outcome != activities.OutcomeCreated || results[i].OrderID != activities.OrderID(m.ReservationID) {
+		if results[i].Outcome != activities.OutcomeCreated || results[i].OrderID != orders.ID(m.ReservationID) {
 			t.Fatalf("delivery %d: %+v", i, results[i])
 		}
 		if !results[i].Duplicate {
@@ -236,7 +238,7 @@ func TestPGStockExhaustedCompensatesRedisOnceEach(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case errors.Is(err, activities.ErrLeaseHeld):
+			case errors.Is(err, inventory.ErrLeaseHeld):
 				outcomes["lease held"]++
 			case err != nil:
 				t.Errorf("compensate: %v", err)
@@ -261,7 +263,7 @@ func TestPGStockExhaustedCompensatesRedisOnceEach(t *testing.T) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			res, err := lua.Compensate(ctx, r.rdb, r.k, lua.CompensateArgs{ReservationID: rid,
-				CompensationID: activities.CompensationKey(rejected[0].ReservationID), UserID: rejected[0].UserID,
+				CompensationID: inventory.CompensationKey(rejected[0].ReservationID), UserID: rejected[0].UserID,
 				NowMS: time.Now().UnixMilli(), TTL: time.Hour})
 			if err != nil || res.Code != lua.AlreadyCompensated {
 				t.Errorf("repeat compensate.lua = %v, %v, want ALREADY_COMPENSATED", res, err)
@@ -460,7 +462,7 @@ func TestSecondOrderOfAUserRestoresStockInTransaction(t *testing.T) {
 	r.rdb.Del(ctx, r.k.User(1))
 	m2 := r.reserve(t, 1)
 	res, err := r.acts.CreateOrder(ctx, m2)
-	if err != nil || res.Outcome != activities.OutcomeRejected || res.Reason != activities.ReasonDuplicateOrder {
+	if err != nil || res.Outcome != activities.OutcomeRejected || res.Reason != inventory.ReasonDuplicateOrder {
 		t.Fatalf("second order = %+v, %v", res, err)
 	}
 	if initial, avail, occ, sold := r.stock(t); avail != 4 || occ != 1 || initial != avail+occ+sold {

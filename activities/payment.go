@@ -56,12 +56,8 @@ const (
 	ClosePaid      = payments.ClosePaid
 )
 
-type (
-	// CloseResult is what the provider said when asked to close.
-	CloseResult = payments.CloseResult
-	// ProviderState is what the provider says of an order's payment.
-	ProviderState = payments.ProviderState
-)
+// CloseResult is what the provider said when asked to close.
+type CloseResult = payments.CloseResult
 
 // CloseAtProvider asks the provider about the order's payment (query, then
 // close; payments.CloseAt). It runs outside any transaction; retries are safe.
@@ -149,9 +145,9 @@ func (a *Activities) FinishRefund(ctx context.Context, r payments.Refund) error 
 
 // QueryProvider asks the provider about the order's payment without changing
 // anything there.
-func (a *Activities) QueryProvider(ctx context.Context, orderID uuid.UUID) (ProviderState, error) {
+func (a *Activities) QueryProvider(ctx context.Context, orderID uuid.UUID) (payments.ProviderState, error) {
 	if _, err := a.payments(); err != nil {
-		return ProviderState{}, err
+		return payments.ProviderState{}, err
 	}
 	return payments.QueryAt(ctx, a.provider, orderID)
 }

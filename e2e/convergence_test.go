@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/internal/checkout"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/platform/metrics"
@@ -193,7 +194,7 @@ func TestLostSagaIsResumedAndCancels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.RequestCancel(ctx, 2, activities.OrderID(m2.ReservationID), "changed my mind"); err != nil {
+	if err := svc.RequestCancel(ctx, 2, orders.ID(m2.ReservationID), "changed my mind"); err != nil {
 		t.Fatalf("buyer's cancel of an order whose saga is gone: %v", err)
 	}
 	eventually(t, time.Minute, "the buyer's cancel completes", func() error {

@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/inventory"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/paysim"
@@ -167,7 +167,7 @@ func (b *branchRecorder) compensationRefused(user int64) {
 // held for a person (HoldRefund: refund_task MANUAL) and the run fails.
 func (b *branchRecorder) refundHeld(m events.OrderCreateRequested) {
 	ctx := context.Background()
-	oid := activities.OrderID(m.ReservationID)
+	oid := orders.ID(m.ReservationID)
 	p, err := b.provider.Create(ctx, oid, 2500, "http://127.0.0.1:1/cb")
 	if err != nil {
 		b.t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/paysim"
 	"github.com/seckill/seckill/state"
@@ -119,7 +120,7 @@ func TestRecordSagaHistories(t *testing.T) {
 
 	// A payment on the cancelled order: its refund.
 	provider := &paysim.Client{BaseURL: r.cfg.PaysimURL, MerchantKey: r.cfg.PaysimMerchantKey}
-	oid := activities.OrderID(m.ReservationID)
+	oid := orders.ID(m.ReservationID)
 	p, err := provider.Create(ctx, oid, 2500, "http://127.0.0.1:1/cb")
 	if err != nil {
 		t.Fatal(err)

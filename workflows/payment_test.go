@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/state"
 )
@@ -19,7 +20,7 @@ const paymentWindow = 15 * time.Minute
 func createdEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, SagaInput, uuid.UUID) {
 	env := newEnv(t)
 	m := testMessage()
-	oid := activities.OrderID(m.ReservationID)
+	oid := orders.ID(m.ReservationID)
 	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated,
 		OrderID: oid, ExpiresAt: env.Now().Add(paymentWindow)}, nil).Once()
 	env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(activities.ProjectionResult{Code: 1}, nil).Once()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/state"
 )
 
@@ -53,7 +54,7 @@ func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) SagaState {
 func TestSagaPaidBeforeExpiry(t *testing.T) {
 	env := newEnv(t)
 	m := testMessage()
-	oid := activities.OrderID(m.ReservationID)
+	oid := orders.ID(m.ReservationID)
 	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated, OrderID: oid,
 		ExpiresAt: env.Now().Add(15 * time.Minute)}, nil).Once()
 	env.OnActivity(act.ProjectOrderCreated, mock.Anything, activities.ProjectionInput{ReservationID: m.ReservationID,
@@ -82,7 +83,7 @@ func TestSagaForwardStepsAreLocalActivities(t *testing.T) {
 	} {
 		env := newEnv(t)
 		m := testMessage()
-		oid := activities.OrderID(m.ReservationID)
+		oid := orders.ID(m.ReservationID)
 		env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated, OrderID: oid,
 			ExpiresAt: env.Now().Add(15 * time.Minute)}, nil).Once()
 		env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(activities.ProjectionResult{Code: 1}, nil).Once()

@@ -19,6 +19,7 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/explain"
 	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
@@ -232,7 +233,7 @@ func TestExplainCompensatedLateManualAndResolved(t *testing.T) {
 	}
 	late := r.reserve(t)
 	late.ReservedAt, late.BusinessDeadline = time.Now().Add(-2*time.Minute).UTC(), time.Now().Add(-time.Minute).UTC()
-	if st, err := r.acts.RejectOverdue(ctx, activities.RejectInput{ReservationID: late.ReservationID, Grace: time.Millisecond, Unseen: &late}); err != nil || st != state.ReservationOrderRejected {
+	if st, err := r.acts.RejectOverdue(ctx, inventory.RejectInput{ReservationID: late.ReservationID, Grace: time.Millisecond, Unseen: &late}); err != nil || st != state.ReservationOrderRejected {
 		t.Fatalf("reject overdue: %s %v", st, err)
 	}
 	if _, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: late.ReservationID, ActivityID: late.ActivityID, SKUID: late.SKUID}); err != nil {
