@@ -21,10 +21,6 @@ import (
 	"github.com/seckill/seckill/internal/platform/metrics"
 )
 
-// OrderConsumerGroup is the consumer_inbox group of CreateOrder: the order
-// service's idempotency record for ORDER_CREATE_REQUESTED.
-const OrderConsumerGroup = orders.ConsumerGroup
-
 // Activities holds the dependencies of every saga activity. Register one
 // instance with the worker; workflows refer to methods through a nil
 // *Activities.

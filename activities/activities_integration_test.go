@@ -18,10 +18,13 @@ import (
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/inventory"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -134,7 +137,7 @@ func TestSameMessageTenThousandTimesConcurrently(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("delivery %d: %v", i, errs[i])
 		}
-		if results[i].Outcome != activities.OutcomeCreated || results[i].OrderID != activities.OrderID(m.ReservationID) {
+		if results[i].Outcome != activities.OutcomeCreated || results[i].OrderID != orders.ID(m.ReservationID) {
 			t.Fatalf("delivery %d: %+v", i, results[i])
 		}
 		if !results[i].Duplicate {
@@ -235,12 +238,12 @@ func TestPGStockExhaustedCompensatesRedisOnceEach(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case errors.Is(err, activities.ErrLeaseHeld):
+			case errors.Is(err, inventory.ErrLeaseHeld):
 				outcomes["lease held"]++
 			case err != nil:
 				t.Errorf("compensate: %v", err)
 			default:
-				outcomes[c.Status]++
+				outcomes[c.Status.String()]++
 			}
 		}()
 	}
@@ -260,7 +263,7 @@ func TestPGStockExhaustedCompensatesRedisOnceEach(t *testing.T) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			res, err := lua.Compensate(ctx, r.rdb, r.k, lua.CompensateArgs{ReservationID: rid,
-				CompensationID: activities.CompensationKey(rejected[0].ReservationID), UserID: rejected[0].UserID,
+				CompensationID: inventory.CompensationKey(rejected[0].ReservationID), UserID: rejected[0].UserID,
 				NowMS: time.Now().UnixMilli(), TTL: time.Hour})
 			if err != nil || res.Code != lua.AlreadyCompensated {
 				t.Errorf("repeat compensate.lua = %v, %v, want ALREADY_COMPENSATED", res, err)
@@ -269,7 +272,7 @@ func TestPGStockExhaustedCompensatesRedisOnceEach(t *testing.T) {
 	}
 	wg.Wait()
 	// The second rejected one compensates normally.
-	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: rejected[1].ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); err != nil || c.Status != "COMPENSATED" {
+	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: rejected[1].ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); err != nil || c.Status != state.ReservationCompensated {
 		t.Fatalf("second compensation = %+v, %v", c, err)
 	}
 	initial, avail, open, committed := r.redisCounters(t)
@@ -297,7 +300,7 @@ func TestCompensationWithMissingRedisKeyNeverAddsStock(t *testing.T) {
 	}
 	r.rdb.Del(ctx, r.k.Reservation(m.ReservationID.String())) // e.g. lost in a failover
 	c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID})
-	if err != nil || c.Status != "MANUAL_REVIEW" || c.LuaCode != -1 {
+	if err != nil || c.Status != state.ReservationManualReview || c.LuaCode != -1 {
 		t.Fatalf("compensate = %+v, %v", c, err)
 	}
 	if _, avail, _, _ := r.redisCounters(t); avail != 0 {
@@ -459,7 +462,7 @@ func TestSecondOrderOfAUserRestoresStockInTransaction(t *testing.T) {
 	r.rdb.Del(ctx, r.k.User(1))
 	m2 := r.reserve(t, 1)
 	res, err := r.acts.CreateOrder(ctx, m2)
-	if err != nil || res.Outcome != activities.OutcomeRejected || res.Reason != activities.ReasonDuplicateOrder {
+	if err != nil || res.Outcome != activities.OutcomeRejected || res.Reason != inventory.ReasonDuplicateOrder {
 		t.Fatalf("second order = %+v, %v", res, err)
 	}
 	if initial, avail, occ, sold := r.stock(t); avail != 4 || occ != 1 || initial != avail+occ+sold {
@@ -475,7 +478,7 @@ func TestRepairActionsAreValidatedRecordedAndIdempotent(t *testing.T) {
 		t.Fatal(res)
 	}
 	r.rdb.Del(ctx, r.k.Reservation(stuck.ReservationID.String()))
-	if c, _ := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: stuck.ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); c.Status != "MANUAL_REVIEW" {
+	if c, _ := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: stuck.ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); c.Status != state.ReservationManualReview {
 		t.Fatal(c)
 	}
 	// An order waiting for payment, for the actions that need one.

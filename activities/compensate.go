@@ -19,10 +19,6 @@ type (
 	CompensateResult = inventory.CompensateResult
 )
 
-// ErrLeaseHeld means another attempt holds the compensation task's lease;
-// the activity retries after it expires.
-var ErrLeaseHeld = inventory.ErrLeaseHeld
-
 // Compensate gives a rejected reservation's unit back to Redis exactly once
 // (inventory.Store.Compensate), the task's lease owned by this attempt.
 // A reservation PostgreSQL holds no rejection for is refused for good

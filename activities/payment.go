@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/state"
 )
 
 func (a *Activities) payments() (*payments.Store, error) {
@@ -20,7 +21,7 @@ func (a *Activities) payments() (*payments.Store, error) {
 
 // OrderStatus reads an order's status from PostgreSQL (a payment signal is a
 // hint; the row is the fact).
-func (a *Activities) OrderStatus(ctx context.Context, orderID uuid.UUID) (string, error) {
+func (a *Activities) OrderStatus(ctx context.Context, orderID uuid.UUID) (state.Order, error) {
 	return a.pay.Status(ctx, orderID)
 }
 
@@ -31,11 +32,12 @@ type CancelInput struct {
 	RequireExpired bool
 }
 
-// BeginCancel moves the order to CANCEL_PENDING (or reports where it is).
-func (a *Activities) BeginCancel(ctx context.Context, in CancelInput) (string, error) {
+// BeginCancel moves the order to CANCEL_PENDING (or reports where it is,
+// or state.CancelPaymentStarting while a payment is being started).
+func (a *Activities) BeginCancel(ctx context.Context, in CancelInput) (state.Cancel, error) {
 	st, err := a.payments()
 	if err != nil {
-		return "", err
+		return state.Cancel{}, err
 	}
 	return st.BeginCancel(ctx, in.OrderID, in.RequireExpired)
 }
@@ -47,10 +49,6 @@ type (
 	RecordResult = payments.RecordResult
 )
 
-// StatusPaymentStarting is BeginCancel's answer while the buyer is starting
-// a payment at the provider: the cancel waits for it.
-const StatusPaymentStarting = payments.StatusPaymentStarting
-
 // Close outcomes (payments.Close*).
 const (
 	CloseClosed    = payments.CloseClosed
@@ -58,12 +56,8 @@ const (
 	ClosePaid      = payments.ClosePaid
 )
 
-type (
-	// CloseResult is what the provider said when asked to close.
-	CloseResult = payments.CloseResult
-	// ProviderState is what the provider says of an order's payment.
-	ProviderState = payments.ProviderState
-)
+// CloseResult is what the provider said when asked to close.
+type CloseResult = payments.CloseResult
 
 // CloseAtProvider asks the provider about the order's payment (query, then
 // close; payments.CloseAt). It runs outside any transaction; retries are safe.
@@ -88,14 +82,14 @@ func (a *Activities) RecordPayment(ctx context.Context, ev payments.Evidence) (p
 }
 
 // FinalCancel cancels a CANCEL_PENDING order with no successful payment.
-func (a *Activities) FinalCancel(ctx context.Context, orderID uuid.UUID) (string, error) {
+func (a *Activities) FinalCancel(ctx context.Context, orderID uuid.UUID) (state.Order, error) {
 	st, err := a.payments()
 	if err != nil {
-		return "", err
+		return state.Order{}, err
 	}
 	status, err := st.FinalCancel(ctx, orderID)
 	if err == nil {
-		a.m.Cancel.WithLabelValues(map[bool]string{true: "cancelled", false: "paid_won"}[status == payments.StatusCancelled]).Inc()
+		a.m.Cancel.WithLabelValues(map[bool]string{true: "cancelled", false: "paid_won"}[status == state.OrderCancelled]).Inc()
 	}
 	return status, err
 }
@@ -151,9 +145,9 @@ func (a *Activities) FinishRefund(ctx context.Context, r payments.Refund) error 
 
 // QueryProvider asks the provider about the order's payment without changing
 // anything there.
-func (a *Activities) QueryProvider(ctx context.Context, orderID uuid.UUID) (ProviderState, error) {
+func (a *Activities) QueryProvider(ctx context.Context, orderID uuid.UUID) (payments.ProviderState, error) {
 	if _, err := a.payments(); err != nil {
-		return ProviderState{}, err
+		return payments.ProviderState{}, err
 	}
 	return payments.QueryAt(ctx, a.provider, orderID)
 }

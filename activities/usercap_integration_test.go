@@ -9,6 +9,7 @@ import (
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
 )
 
 // The order transaction is the cap's backstop: with the user's Redis holds
@@ -51,7 +52,7 @@ func TestOrderTransactionRefusesAnOrderBeyondTheCap(t *testing.T) {
 		t.Fatalf("Redis available of the refused SKU before compensation: %s, want 9", v)
 	}
 	c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: second.ReservationID, ActivityID: other.ActivityID, SKUID: other.SKUID})
-	if err != nil || c.Status != "COMPENSATED" {
+	if err != nil || c.Status != state.ReservationCompensated {
 		t.Fatalf("compensate: %+v, %v", c, err)
 	}
 	if v := r.rdb.HGet(ctx, other.Counter(), "available").Val(); v != "10" {

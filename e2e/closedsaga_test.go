@@ -67,7 +67,7 @@ func (r *convRig) reservationStatus(t *testing.T, rid uuid.UUID) (state.Reservat
 		t.Fatal(err)
 	}
 	if ts == nil {
-		return rs, ""
+		return rs, state.Compensation{}
 	}
 	return rs, *ts
 }
@@ -90,7 +90,7 @@ func TestClosedSagaInManualReviewIsRepairedByTheCommandExplainPrints(t *testing.
 		saved = r.conns.Redis.HGetAll(ctx, key).Val()
 		r.conns.Redis.Del(ctx, key)
 	})
-	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusManual })
+	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaManual })
 	if err := r.tc.TerminateWorkflow(ctx, run.GetID(), run.GetRunID(), "by mistake"); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestBulkRepairReachesManualReviewWithoutASaga(t *testing.T) {
 			return nil
 		})
 		m := events.OrderCreateRequested{ReservationID: rid}
-		r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusResolved })
+		r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaResolved })
 	}
 	if rep := r.explainOne(t, rids[0]); !rep.Verdict.Consistent {
 		t.Errorf("after the bulk repair explain says %+v", rep.Verdict)

@@ -16,7 +16,7 @@ import (
 	"github.com/seckill/seckill/internal/checkout"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/ids"
-	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/platform/metrics"
@@ -24,6 +24,7 @@ import (
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
 	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workflows"
 )
@@ -115,9 +116,9 @@ func eventually(t *testing.T, within time.Duration, what string, f func() error)
 	uiEventually(ctx, t, what, f)
 }
 
-func (r *convRig) orderStatus(t *testing.T, m events.OrderCreateRequested) string {
+func (r *convRig) orderStatus(t *testing.T, m events.OrderCreateRequested) state.Order {
 	t.Helper()
-	var st string
+	var st state.Order
 	if err := r.conns.Pool.QueryRow(context.Background(), `SELECT status FROM orders WHERE reservation_id = $1`, m.ReservationID).Scan(&st); err != nil {
 		t.Fatalf("order of %s: %v", m.ReservationID, err)
 	}
@@ -148,7 +149,7 @@ func TestLostSagaIsResumedAndCancels(t *testing.T) {
 	r := newConvRig(t, 900*time.Second)
 	ctx := context.Background()
 	m, run := r.saga(t, 1)
-	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusOrderCreated })
+	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaOrderCreated })
 	if err := r.tc.TerminateWorkflow(ctx, run.GetID(), run.GetRunID(), "by mistake"); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestLostSagaIsResumedAndCancels(t *testing.T) {
 		t.Fatalf("lost saga not repaired: %+v", rep.Anomalies)
 	}
 	eventually(t, time.Minute, "the resumed saga cancels the order", func() error {
-		if st := r.orderStatus(t, m); st != payments.StatusCancelled {
+		if st := r.orderStatus(t, m); st != state.OrderCancelled {
 			return fmt.Errorf("order is %s", st)
 		}
 		if st := r.conns.Redis.HGet(ctx, r.k.Reservation(m.ReservationID.String()), "status").Val(); st != "CANCELLED" {
@@ -184,7 +185,7 @@ func TestLostSagaIsResumedAndCancels(t *testing.T) {
 
 	// The buyer cancels an order whose saga is gone.
 	m2, run2 := r.saga(t, 2)
-	r.state(t, m2, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusOrderCreated })
+	r.state(t, m2, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaOrderCreated })
 	if err := r.tc.TerminateWorkflow(ctx, run2.GetID(), run2.GetRunID(), "by mistake"); err != nil {
 		t.Fatal(err)
 	}
@@ -193,11 +194,11 @@ func TestLostSagaIsResumedAndCancels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.RequestCancel(ctx, 2, activities.OrderID(m2.ReservationID), "changed my mind"); err != nil {
+	if err := svc.RequestCancel(ctx, 2, orders.ID(m2.ReservationID), "changed my mind"); err != nil {
 		t.Fatalf("buyer's cancel of an order whose saga is gone: %v", err)
 	}
 	eventually(t, time.Minute, "the buyer's cancel completes", func() error {
-		if st := r.orderStatus(t, m2); st != payments.StatusCancelled {
+		if st := r.orderStatus(t, m2); st != state.OrderCancelled {
 			return fmt.Errorf("order is %s", st)
 		}
 		return nil
@@ -219,7 +220,7 @@ func TestRetriedRepairIsCarriedOut(t *testing.T) {
 		}
 		r.conns.Redis.Del(ctx, r.k.Reservation(m.ReservationID.String()))
 	})
-	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusManual })
+	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaManual })
 	testenv.RequireFailpoints(t)
 	r.fp.Arm(failpoint.AfterRepairCommit, 1)
 	if err := r.tc.SignalWorkflow(ctx, workflows.ReservationWorkflowID(m.ReservationID.String()), "", workflows.SignalRepair,
@@ -227,7 +228,7 @@ func TestRetriedRepairIsCarriedOut(t *testing.T) {
 			Operator: "ops", Reason: "settled with the customer, INC-7"}); err != nil {
 		t.Fatal(err)
 	}
-	final := r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusResolved })
+	final := r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaResolved })
 	if err := r.fp.Check(failpoint.AfterRepairCommit); err != nil {
 		t.Fatal("the failpoint never fired: the test did not retry a committed repair")
 	}
@@ -244,13 +245,13 @@ func TestInvalidRepairDoesNotBlockExpiry(t *testing.T) {
 	r := newConvRig(t, 4*time.Second)
 	ctx := context.Background()
 	m, _ := r.saga(t, 4)
-	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusOrderCreated })
+	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaOrderCreated })
 	long := strings.Repeat("force-cancel-unpaid-", 6)
 	if err := r.tc.SignalWorkflow(ctx, workflows.ReservationWorkflowID(m.ReservationID.String()), "", workflows.SignalRepair,
 		activities.RepairRequest{Action: long, RepairID: "bad-" + m.ReservationID.String()[:8], Operator: "ops", Reason: "typo"}); err != nil {
 		t.Fatal(err)
 	}
-	final := r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusCancelled })
+	final := r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaCancelled })
 	if len(final.Repairs) != 1 || final.Repairs[0].Accepted {
 		t.Fatalf("repairs = %+v, want one refused", final.Repairs)
 	}

@@ -12,12 +12,13 @@ import (
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/inventory"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/paysim"
+	"github.com/seckill/seckill/state"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -72,11 +73,11 @@ func (b *branchRecorder) paymentSignal(user int64) {
 		b.t.Fatal(err)
 	}
 	if res, err := b.store.Record(ctx, payments.Evidence{OrderID: oid, Provider: payments.ProviderName, TransactionID: txn,
-		AmountCents: 2500, PaidAt: *paid.PaidAt}); err != nil || res.OrderStatus != workflows.StatusPaid {
+		AmountCents: 2500, PaidAt: *paid.PaidAt}); err != nil || res.OrderStatus != state.OrderPaid {
 		b.t.Fatalf("payment = %+v, %v", res, err)
 	}
 	b.signal(m, workflows.SignalPayment, workflows.PaymentSignal{TransactionID: txn})
-	b.finish("payment_signal", m, workflows.StatusPaid)
+	b.finish("payment_signal", m, state.SagaPaid)
 }
 
 // paymentStartingThenClosePaid: the buyer's cancel meets a payment being
@@ -93,7 +94,7 @@ func (b *branchRecorder) paymentStartingThenClosePaid(user int64) {
 	b.signal(m, workflows.SignalCancel, workflows.CancelSignal{Reason: "changed my mind"})
 	b.waitEvent(m, "BeginCancel answered PAYMENT_STARTING", func(ev *historypb.HistoryEvent) bool {
 		res := ev.GetActivityTaskCompletedEventAttributes().GetResult().GetPayloads()
-		return len(res) == 1 && strings.Contains(string(res[0].GetData()), activities.StatusPaymentStarting)
+		return len(res) == 1 && strings.Contains(string(res[0].GetData()), state.CancelPaymentStarting.String())
 	})
 	p, err := b.provider.Create(ctx, oid, 2500, "http://127.0.0.1:1/cb")
 	if err != nil {
@@ -105,7 +106,7 @@ func (b *branchRecorder) paymentStartingThenClosePaid(user int64) {
 	if st, ok, err := b.store.OpenPayment(ctx, oid, payments.ProviderName, p.TransactionID); err != nil || !ok {
 		b.t.Fatalf("open payment: %s %v", st, err)
 	}
-	b.finish("payment_starting_close_paid", m, workflows.StatusPaid)
+	b.finish("payment_starting_close_paid", m, state.SagaPaid)
 }
 
 // localFallback: the local CreateOrder fails for as long as it may
@@ -119,7 +120,7 @@ func (b *branchRecorder) localFallback(user int64) {
 		return ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "CreateOrder"
 	})
 	b.r.fp.Disarm(failpoint.AfterOrderInsert)
-	b.finish("fallback", m, workflows.StatusCancelled)
+	b.finish("fallback", m, state.SagaCancelled)
 }
 
 // unprocessable: the order transaction fails for good (a stray ledger row
@@ -136,7 +137,7 @@ func (b *branchRecorder) unprocessable(user int64) {
 			_, _ = b.r.conns.Pool.Exec(ctx, `DELETE FROM inventory_ledger WHERE idempotency_key = $1 AND change_type = 'STRAY'`, key)
 		})
 	})
-	b.finish("unprocessable", m, workflows.StatusCompensated)
+	b.finish("unprocessable", m, state.SagaCompensated)
 }
 
 // compensationRefused: PostgreSQL has no stock, so the order is rejected;
@@ -155,7 +156,7 @@ func (b *branchRecorder) compensationRefused(user int64) {
 	})
 	b.r.fp.Disarm(failpoint.AfterCompensationLua)
 	b.exec(`UPDATE sku_inventory SET initial_stock = initial_stock + 5, available_stock = available_stock + 5 WHERE activity_id = $1`, b.r.k.ActivityID)
-	st := b.finish("compensation_refused", m, workflows.StatusRejected)
+	st := b.finish("compensation_refused", m, state.SagaRejected)
 	if !hasStep(st, "compensation refused for good") {
 		b.t.Fatalf("saga steps %q, want the refusal", st.Steps)
 	}
@@ -166,7 +167,7 @@ func (b *branchRecorder) compensationRefused(user int64) {
 // held for a person (HoldRefund: refund_task MANUAL) and the run fails.
 func (b *branchRecorder) refundHeld(m events.OrderCreateRequested) {
 	ctx := context.Background()
-	oid := activities.OrderID(m.ReservationID)
+	oid := orders.ID(m.ReservationID)
 	p, err := b.provider.Create(ctx, oid, 2500, "http://127.0.0.1:1/cb")
 	if err != nil {
 		b.t.Fatal(err)
@@ -215,7 +216,7 @@ func (b *branchRecorder) saga(user int64, before ...func(events.OrderCreateReque
 // created waits for the saga's order and returns its id.
 func (b *branchRecorder) created(m events.OrderCreateRequested) uuid.UUID {
 	b.t.Helper()
-	st := b.r.state(b.t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusOrderCreated })
+	st := b.r.state(b.t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaOrderCreated })
 	b.exec(`UPDATE sale_activity SET payment_timeout_seconds = $2 WHERE activity_id = $1`, b.r.k.ActivityID, b.window)
 	return uuid.MustParse(st.OrderID)
 }
@@ -266,7 +267,7 @@ func (b *branchRecorder) waitEvent(m events.OrderCreateRequested, what string, o
 
 // finish waits for the saga to end with want and records its history as
 // saga_local_<name>.json.
-func (b *branchRecorder) finish(name string, m events.OrderCreateRequested, want string) workflows.SagaState {
+func (b *branchRecorder) finish(name string, m events.OrderCreateRequested, want state.Saga) workflows.SagaState {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

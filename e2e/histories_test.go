@@ -14,8 +14,10 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/paysim"
+	"github.com/seckill/seckill/state"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -45,7 +47,7 @@ func TestRecordSagaHistories(t *testing.T) {
 	repair := func(m events.OrderCreateRequested, action string) activities.RepairRequest {
 		return activities.RepairRequest{Action: action, RepairID: action + "-" + m.ReservationID.String()[:8], Operator: "recorder", Reason: "recorded path"}
 	}
-	done := func(name string, m events.OrderCreateRequested, want string) {
+	done := func(name string, m events.OrderCreateRequested, want state.Saga) {
 		t.Helper()
 		r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == want })
 		record(t, r.tc, workflows.ReservationWorkflowID(m.ReservationID.String()), filepath.Join(dir, "saga_local_"+name+".json"))
@@ -57,7 +59,7 @@ func TestRecordSagaHistories(t *testing.T) {
 			saved = r.conns.Redis.HGetAll(ctx, r.k.Reservation(m.ReservationID.String())).Val()
 			r.conns.Redis.Del(ctx, r.k.Reservation(m.ReservationID.String()))
 		})
-		r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusManual })
+		r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaManual })
 		r.conns.Redis.HSet(ctx, r.k.Reservation(m.ReservationID.String()), saved) // the key is back (restored by hand)
 		return m
 	}
@@ -68,25 +70,25 @@ func TestRecordSagaHistories(t *testing.T) {
 	// Manual review, then each repair action that ends it.
 	m := stuck(11)
 	signal(m, workflows.SignalRepair, repair(m, activities.RepairRetryCompensation))
-	done("manual_retry_compensation", m, workflows.StatusCompensated)
+	done("manual_retry_compensation", m, state.SagaCompensated)
 	m = stuck(12)
 	signal(m, workflows.SignalRepair, activities.RepairRequest{Action: "no-such-action", RepairID: "bad-" + m.ReservationID.String()[:8], Operator: "recorder", Reason: "refused"})
 	signal(m, workflows.SignalRepair, repair(m, activities.RepairMarkResolved))
-	done("manual_mark_resolved", m, workflows.StatusResolved)
+	done("manual_mark_resolved", m, state.SagaResolved)
 	restock()
 
 	// An order: rebuild its projection, then force-cancel it.
 	m, _ = r.saga(t, 13)
-	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusOrderCreated })
+	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaOrderCreated })
 	signal(m, workflows.SignalRepair, repair(m, activities.RepairRebuildProjection))
 	signal(m, workflows.SignalRepair, repair(m, activities.RepairForceCancelUnpaid))
-	done("rebuild_projection_force_cancel", m, workflows.StatusCancelled)
+	done("rebuild_projection_force_cancel", m, state.SagaCancelled)
 
 	// The buyer cancels.
 	m, _ = r.saga(t, 14)
-	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusOrderCreated })
+	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaOrderCreated })
 	signal(m, workflows.SignalCancel, workflows.CancelSignal{Reason: "changed my mind"})
-	done("user_cancel", m, workflows.StatusCancelled)
+	done("user_cancel", m, state.SagaCancelled)
 	userCancelled := m
 
 	// A late message: the reservation was decided before it arrived.
@@ -97,11 +99,11 @@ func TestRecordSagaHistories(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	done("late", m, workflows.StatusLate)
+	done("late", m, state.SagaLate)
 
 	// A lost saga resumed from PostgreSQL: its order expired meanwhile.
 	m, run := r.saga(t, 16)
-	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == workflows.StatusOrderCreated })
+	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaOrderCreated })
 	if err := r.tc.TerminateWorkflow(ctx, run.GetID(), run.GetRunID(), "recorded: lost"); err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +116,11 @@ func TestRecordSagaHistories(t *testing.T) {
 		workflows.SagaInput{Message: rm, Resume: true, LocalForward: true}); err != nil {
 		t.Fatal(err)
 	}
-	done("resumed", m, workflows.StatusCancelled)
+	done("resumed", m, state.SagaCancelled)
 
 	// A payment on the cancelled order: its refund.
 	provider := &paysim.Client{BaseURL: r.cfg.PaysimURL, MerchantKey: r.cfg.PaysimMerchantKey}
-	oid := activities.OrderID(m.ReservationID)
+	oid := orders.ID(m.ReservationID)
 	p, err := provider.Create(ctx, oid, 2500, "http://127.0.0.1:1/cb")
 	if err != nil {
 		t.Fatal(err)
@@ -137,8 +139,8 @@ func TestRecordSagaHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	refundID := workflows.RefundWorkflowID(res.PaymentID.String())
-	var status string
-	if err := r.tc.GetWorkflow(ctx, refundID, "").Get(ctx, &status); err != nil || status != workflows.StatusRefunded {
+	var status state.Saga
+	if err := r.tc.GetWorkflow(ctx, refundID, "").Get(ctx, &status); err != nil || status != state.SagaRefunded {
 		t.Fatalf("refund = %s, %v", status, err)
 	}
 	record(t, r.tc, refundID, filepath.Join(dir, "refund_paid_after_cancel.json"))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/inventory"
+	"github.com/seckill/seckill/state"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -39,7 +40,7 @@ func TestUnexpectedConstraintViolationEndsInRejection(t *testing.T) {
 	if err := run.Get(wctx, &st); err != nil {
 		t.Fatalf("saga did not end: %v", err)
 	}
-	if st.Status != workflows.StatusCompensated {
+	if st.Status != state.SagaCompensated {
 		t.Fatalf("saga ended %s (%v), want COMPENSATED", st.Status, st.Steps)
 	}
 	var status, reason string

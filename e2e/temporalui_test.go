@@ -32,6 +32,7 @@ import (
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -109,7 +110,7 @@ func TestTemporalUIListsStuckSaga(t *testing.T) {
 	t.Logf("saga %s (run %s) on task queue %s", wfID, run.GetRunID(), cfg.TemporalTaskQueue)
 
 	// The saga's own word first: its query handler.
-	st := uiWaitSagaState(ctx, t, tc, wfID, func(s workflows.SagaState) bool { return s.Status == workflows.StatusManual })
+	st := uiWaitSagaState(ctx, t, tc, wfID, func(s workflows.SagaState) bool { return s.Status == state.SagaManual })
 	if st.Reason != "RESERVATION_MISSING" {
 		t.Fatalf("saga in MANUAL_REVIEW for %q, want RESERVATION_MISSING: %+v", st.Reason, st)
 	}
@@ -138,7 +139,7 @@ func TestTemporalUIListsStuckSaga(t *testing.T) {
 	if err := mdv.Get(&md); err != nil {
 		t.Fatal(err)
 	}
-	if want := "**" + workflows.StatusManual + "**: " + st.Steps[len(st.Steps)-1]; md.GetCurrentDetails() != want {
+	if want := "**" + state.SagaManual.String() + "**: " + st.Steps[len(st.Steps)-1]; md.GetCurrentDetails() != want {
 		t.Fatalf("current details = %q, want %q", md.GetCurrentDetails(), want)
 	}
 
@@ -175,7 +176,7 @@ func TestTemporalUIListsStuckSaga(t *testing.T) {
 		t.Fatalf("(b) with StartTime < %s (before the saga started): %v", past, err)
 	}
 	// (c) per SKU by status: exactly this saga, and its count.
-	perSKU := fmt.Sprintf(queryPerSKU, m.ActivityID, m.SKUID, workflows.StatusManual)
+	perSKU := fmt.Sprintf(queryPerSKU, m.ActivityID, m.SKUID, state.SagaManual)
 	uiEventually(ctx, t, "(c) "+perSKU, func() error {
 		ids, err := uiListIDs(ctx, tc, perSKU)
 		if err != nil {
@@ -189,7 +190,7 @@ func TestTemporalUIListsStuckSaga(t *testing.T) {
 	if n, _, err := uiCount(ctx, tc, perSKU); err != nil || n != 1 {
 		t.Fatalf("(c) count %s = %d, %v; want 1", perSKU, n, err)
 	}
-	paid := fmt.Sprintf(queryPerSKU, m.ActivityID, m.SKUID, workflows.StatusPaid)
+	paid := fmt.Sprintf(queryPerSKU, m.ActivityID, m.SKUID, state.SagaPaid)
 	if n, _, err := uiCount(ctx, tc, paid); err != nil || n != 0 {
 		t.Fatalf("(c) count %s = %d, %v; want 0", paid, n, err)
 	}
@@ -233,7 +234,7 @@ func uiSettle(ctx context.Context, t *testing.T, tc client.Client, cfg config.Co
 			wfID, err, uiPending(ctx, tc, wfID, run.GetRunID(), cfg.TemporalTaskQueue))
 		return
 	}
-	if final.Status != workflows.StatusResolved {
+	if final.Status != state.SagaResolved {
 		t.Fatalf("after mark-resolved the saga ended %s: %+v", final.Status, final)
 	}
 	uiEventually(ctx, t, "(a) no longer lists the repaired saga", func() error {

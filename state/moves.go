@@ -10,9 +10,9 @@ var ReservationMoves = Machine[Reservation]{
 	States: []Reservation{ReservationReserved, ReservationOrderCreated, ReservationOrderRejected,
 		ReservationCompensating, ReservationCompensated, ReservationCancelled, ReservationManualReview},
 	Moves: []Move[Reservation]{
-		{"", ReservationReserved, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"}, // the order transaction, first message of a reservation
-		{"", ReservationReserved, "internal/inventory/reservation.go Record"},
-		{"", ReservationReserved, "internal/inventory/overdue.go rejectOverdueTx"}, // a reservation PostgreSQL never saw, rejected at once
+		{Reservation{}, ReservationReserved, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"}, // the order transaction, first message of a reservation
+		{Reservation{}, ReservationReserved, "internal/inventory/reservation.go Record"},
+		{Reservation{}, ReservationReserved, "internal/inventory/overdue.go rejectOverdueTx"}, // a reservation PostgreSQL never saw, rejected at once
 		{ReservationReserved, ReservationOrderCreated, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"},
 		{ReservationReserved, ReservationOrderRejected, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"},
 		{ReservationReserved, ReservationOrderRejected, "internal/inventory/reservation.go Reject"}, // past the deadline (reconciliation)
@@ -30,13 +30,13 @@ var ReservationMoves = Machine[Reservation]{
 var RedisReservationMoves = Machine[Reservation]{
 	States: ReservationMoves.States,
 	Moves: append([]Move[Reservation]{
-		{"", ReservationReserved, "lua/reserve.lua"},
+		{Reservation{}, ReservationReserved, "lua/reserve.lua"},
 		{ReservationReserved, ReservationOrderCreated, "lua/order_created.lua"},
 		{ReservationReserved, ReservationCompensated, "lua/compensate.lua"},
 		{ReservationOrderRejected, ReservationCompensated, "lua/compensate.lua"}, // after a rebuild copied it
 		{ReservationCompensating, ReservationCompensated, "lua/compensate.lua"},  // after a rebuild copied it
 		{ReservationOrderCreated, ReservationCancelled, "lua/release.lua"},
-		{"", ReservationOrderCreated, "internal/reconcile/reservations.go rebuildProjection"},
+		{Reservation{}, ReservationOrderCreated, "internal/reconcile/reservations.go rebuildProjection"},
 	}, copied(ReservationMoves.States, "internal/rebuild/rebuild.go reservations")...),
 }
 
@@ -44,7 +44,7 @@ var RedisReservationMoves = Machine[Reservation]{
 func copied(states []Reservation, by string) []Move[Reservation] {
 	out := make([]Move[Reservation], len(states))
 	for i, s := range states {
-		out[i] = Move[Reservation]{"", s, by}
+		out[i] = Move[Reservation]{Reservation{}, s, by}
 	}
 	return out
 }
@@ -54,7 +54,7 @@ var OrderMoves = Machine[Order]{
 	Table:  "orders",
 	States: []Order{OrderCreated, OrderPaying, OrderCancelPending, OrderPaid, OrderCancelled, OrderRefunding, OrderRefunded},
 	Moves: []Move[Order]{
-		{"", OrderCreated, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"},
+		{Order{}, OrderCreated, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"},
 		{OrderCreated, OrderPaying, "internal/orders/orders.go ToPaying"},
 		{OrderPaying, OrderPaying, "internal/orders/orders.go ToPaying"}, // a second payment attempt
 		{OrderCreated, OrderCancelPending, "internal/orders/orders.go BeginCancel"},
@@ -74,7 +74,7 @@ var PaymentMoves = Machine[Payment]{
 	Table:  "payment_record",
 	States: []Payment{PaymentSuccess, PaymentRefunding, PaymentRefunded},
 	Moves: []Move[Payment]{
-		{"", PaymentSuccess, "internal/payments/store.go RecordTx"},
+		{Payment{}, PaymentSuccess, "internal/payments/store.go RecordTx"},
 		{PaymentSuccess, PaymentRefunding, "internal/payments/refund.go BeginRefund"},
 		{PaymentRefunding, PaymentRefunded, "internal/payments/refund.go FinishRefund"},
 	},
@@ -85,7 +85,7 @@ var IntentMoves = Machine[Intent]{
 	Table:  "payment_intent",
 	States: []Intent{IntentCreating, IntentOpen, IntentClosed, IntentPaid},
 	Moves: []Move[Intent]{
-		{"", IntentCreating, "internal/payments/intent.go BeginPayment"},
+		{Intent{}, IntentCreating, "internal/payments/intent.go BeginPayment"},
 		{IntentCreating, IntentCreating, "internal/payments/intent.go BeginPayment"}, // the buyer asks again
 		{IntentOpen, IntentCreating, "internal/payments/intent.go BeginPayment"},
 		{IntentClosed, IntentCreating, "internal/payments/intent.go BeginPayment"},
@@ -106,8 +106,8 @@ var CompensationMoves = Machine[Compensation]{
 	States: []Compensation{CompensationPending, CompensationClaimed, CompensationRetry, CompensationApplied,
 		CompensationVerified, CompensationManual},
 	Moves: []Move[Compensation]{
-		{"", CompensationPending, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"},
-		{"", CompensationPending, "internal/inventory/reservation.go Reject"}, // past the deadline (reconciliation)
+		{Compensation{}, CompensationPending, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"},
+		{Compensation{}, CompensationPending, "internal/inventory/reservation.go Reject"}, // past the deadline (reconciliation)
 		{CompensationPending, CompensationClaimed, "internal/inventory/compensate.go claimTask"},
 		{CompensationRetry, CompensationClaimed, "internal/inventory/compensate.go claimTask"},
 		{CompensationClaimed, CompensationClaimed, "internal/inventory/compensate.go claimTask"}, // its lease ran out
@@ -123,8 +123,8 @@ var OutboxMoves = Machine[Outbox]{
 	Table:  "event_outbox",
 	States: []Outbox{OutboxPending, OutboxSending, OutboxRetry, OutboxSent, OutboxManual},
 	Moves: []Move[Outbox]{
-		{"", OutboxPending, "internal/outbox/outbox.go Insert"},
-		{"", OutboxPending, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"}, // ORDER_CREATED, RESERVATION_COMPENSATE_REQUIRED
+		{Outbox{}, OutboxPending, "internal/outbox/outbox.go Insert"},
+		{Outbox{}, OutboxPending, "migrations/00012_create_order_no_failpoints.sql seckill_create_order"}, // ORDER_CREATED, RESERVATION_COMPENSATE_REQUIRED
 		{OutboxPending, OutboxSending, "internal/outbox/relay.go Claim"},
 		{OutboxRetry, OutboxSending, "internal/outbox/relay.go Claim"},
 		{OutboxSending, OutboxSending, "internal/outbox/relay.go Claim"}, // its lease ran out
@@ -140,8 +140,8 @@ var RefundMoves = Machine[Refund]{
 	Table:  "refund_task",
 	States: []Refund{RefundPending, RefundStarted, RefundDone, RefundManual},
 	Moves: []Move[Refund]{
-		{"", RefundPending, "internal/payments/refund.go oweRefund"},
-		{"", RefundPending, "internal/payments/refundtask.go OweRefundNow"}, // reconciliation,
+		{Refund{}, RefundPending, "internal/payments/refund.go oweRefund"},
+		{Refund{}, RefundPending, "internal/payments/refundtask.go OweRefundNow"}, // reconciliation,
 		{RefundPending, RefundStarted, "internal/payments/refundtask.go RefundStarted"},
 		{RefundPending, RefundDone, "internal/payments/refund.go FinishRefund"},
 		{RefundStarted, RefundDone, "internal/payments/refund.go FinishRefund"},
@@ -156,10 +156,10 @@ var RepairMoves = Machine[Repair]{
 	Table:  "repair_task",
 	States: []Repair{RepairPending, RepairApplied, RepairRefused, RepairManual, RepairFailed},
 	Moves: []Move[Repair]{
-		{"", RepairApplied, "internal/repairs/manual.go Apply"},
-		{"", RepairRefused, "internal/repairs/manual.go Apply"},
-		{"", RepairPending, "internal/repairs/repairs.go Claim"},
-		{"", RepairManual, "internal/repairs/repairs.go Claim"},
+		{Repair{}, RepairApplied, "internal/repairs/manual.go Apply"},
+		{Repair{}, RepairRefused, "internal/repairs/manual.go Apply"},
+		{Repair{}, RepairPending, "internal/repairs/repairs.go Claim"},
+		{Repair{}, RepairManual, "internal/repairs/repairs.go Claim"},
 		{RepairFailed, RepairPending, "internal/repairs/repairs.go Claim"},  // retried by a later run
 		{RepairPending, RepairPending, "internal/repairs/repairs.go Claim"}, // stale, taken over
 		{RepairPending, RepairApplied, "internal/repairs/repairs.go Finish"},

@@ -12,114 +12,119 @@ import "slices"
 
 // Reservation is inventory_reservation.status, and the status field of a
 // reservation's Redis hash (a subset: RedisReservationMoves).
-type Reservation string
+type Reservation struct{ code }
 
 // Reservation statuses.
-const (
-	ReservationReserved      Reservation = "RESERVED"
-	ReservationOrderCreated  Reservation = "ORDER_CREATED"
-	ReservationOrderRejected Reservation = "ORDER_REJECTED"
-	ReservationCompensating  Reservation = "COMPENSATING"
-	ReservationCompensated   Reservation = "COMPENSATED"
-	ReservationCancelled     Reservation = "CANCELLED"
-	ReservationManualReview  Reservation = "MANUAL_REVIEW"
+var (
+	ReservationReserved      = Reservation{code{"RESERVED"}}
+	ReservationOrderCreated  = Reservation{code{"ORDER_CREATED"}}
+	ReservationOrderRejected = Reservation{code{"ORDER_REJECTED"}}
+	ReservationCompensating  = Reservation{code{"COMPENSATING"}}
+	ReservationCompensated   = Reservation{code{"COMPENSATED"}}
+	ReservationCancelled     = Reservation{code{"CANCELLED"}}
+	ReservationManualReview  = Reservation{code{"MANUAL_REVIEW"}}
 )
 
 // Order is orders.status.
-type Order string
+type Order struct{ code }
 
 // Order statuses.
-const (
-	OrderCreated       Order = "CREATED"
-	OrderPaying        Order = "PAYING"
-	OrderCancelPending Order = "CANCEL_PENDING"
-	OrderPaid          Order = "PAID"
-	OrderCancelled     Order = "CANCELLED"
-	OrderRefunding     Order = "REFUNDING"
-	OrderRefunded      Order = "REFUNDED"
+var (
+	OrderCreated       = Order{code{"CREATED"}}
+	OrderPaying        = Order{code{"PAYING"}}
+	OrderCancelPending = Order{code{"CANCEL_PENDING"}}
+	OrderPaid          = Order{code{"PAID"}}
+	OrderCancelled     = Order{code{"CANCELLED"}}
+	OrderRefunding     = Order{code{"REFUNDING"}}
+	OrderRefunded      = Order{code{"REFUNDED"}}
 )
 
 // Payment is payment_record.status: a successful payment and its refund.
-type Payment string
+type Payment struct{ code }
 
 // Payment statuses.
-const (
-	PaymentSuccess   Payment = "SUCCESS"
-	PaymentRefunding Payment = "REFUNDING"
-	PaymentRefunded  Payment = "REFUNDED"
+var (
+	PaymentSuccess   = Payment{code{"SUCCESS"}}
+	PaymentRefunding = Payment{code{"REFUNDING"}}
+	PaymentRefunded  = Payment{code{"REFUNDED"}}
 )
 
 // Intent is payment_intent.status: a provider transaction this system
 // created for an order.
-type Intent string
+type Intent struct{ code }
 
 // Intent statuses.
-const (
-	IntentCreating Intent = "CREATING"
-	IntentOpen     Intent = "OPEN"
-	IntentClosed   Intent = "CLOSED"
-	IntentPaid     Intent = "PAID"
+var (
+	IntentCreating = Intent{code{"CREATING"}}
+	IntentOpen     = Intent{code{"OPEN"}}
+	IntentClosed   = Intent{code{"CLOSED"}}
+	IntentPaid     = Intent{code{"PAID"}}
 )
 
 // Compensation is compensation_task.status: giving a rejected
 // reservation's unit back to Redis.
-type Compensation string
+type Compensation struct{ code }
 
 // Compensation task statuses.
-const (
-	CompensationPending Compensation = "PENDING"
-	CompensationClaimed Compensation = "CLAIMED"
-	CompensationRetry   Compensation = "RETRY"
-	CompensationApplied Compensation = "APPLIED"
+var (
+	CompensationPending = Compensation{code{"PENDING"}}
+	CompensationClaimed = Compensation{code{"CLAIMED"}}
+	CompensationRetry   = Compensation{code{"RETRY"}}
+	CompensationApplied = Compensation{code{"APPLIED"}}
 	// CompensationVerified is allowed by the CHECK constraint and read as
 	// final, but nothing writes it.
-	CompensationVerified Compensation = "VERIFIED"
-	CompensationManual   Compensation = "MANUAL"
+	CompensationVerified = Compensation{code{"VERIFIED"}}
+	CompensationManual   = Compensation{code{"MANUAL"}}
 )
 
 // Outbox is event_outbox.status.
-type Outbox string
+type Outbox struct{ code }
 
 // Outbox statuses.
-const (
-	OutboxPending Outbox = "PENDING"
-	OutboxSending Outbox = "SENDING"
-	OutboxRetry   Outbox = "RETRY"
-	OutboxSent    Outbox = "SENT"
-	OutboxManual  Outbox = "MANUAL"
+var (
+	OutboxPending = Outbox{code{"PENDING"}}
+	OutboxSending = Outbox{code{"SENDING"}}
+	OutboxRetry   = Outbox{code{"RETRY"}}
+	OutboxSent    = Outbox{code{"SENT"}}
+	OutboxManual  = Outbox{code{"MANUAL"}}
 )
 
 // Refund is refund_task.status: a refund owed for a payment.
-type Refund string
+type Refund struct{ code }
 
 // Refund task statuses.
-const (
-	RefundPending Refund = "PENDING"
-	RefundStarted Refund = "STARTED"
-	RefundDone    Refund = "DONE"
+var (
+	RefundPending = Refund{code{"PENDING"}}
+	RefundStarted = Refund{code{"STARTED"}}
+	RefundDone    = Refund{code{"DONE"}}
 	// RefundManual: refused for good (HoldRefund); a person looks.
-	RefundManual Refund = "MANUAL"
+	RefundManual = Refund{code{"MANUAL"}}
 )
 
 // Repair is repair_task.status.
-type Repair string
+type Repair struct{ code }
 
 // Repair task statuses.
-const (
-	RepairPending Repair = "PENDING"
-	RepairApplied Repair = "APPLIED"
-	RepairRefused Repair = "REFUSED"
-	RepairManual  Repair = "MANUAL"
-	RepairFailed  Repair = "FAILED"
+var (
+	RepairPending = Repair{code{"PENDING"}}
+	RepairApplied = Repair{code{"APPLIED"}}
+	RepairRefused = Repair{code{"REFUSED"}}
+	RepairManual  = Repair{code{"MANUAL"}}
+	RepairFailed  = Repair{code{"FAILED"}}
 )
 
-// Status is any of the status types above.
+// Status is any of the status types above. Each is a struct over its text,
+// so a value can only be one of the package's variables, the zero value ("no
+// status": a row not inserted yet, a reservation PostgreSQL does not hold)
+// or the result of parsing a known text (ParseOrder, UnmarshalText, Scan).
 type Status interface {
-	~string
+	comparable
+	String() string
+	IsZero() bool
 }
 
-// Move is one allowed change of a status. From is "" for the status a row
-// is inserted with. By names the function that makes the move, as
+// Move is one allowed change of a status. From is the zero status for the
+// status a row is inserted with. By names the function that makes the move, as
 // "path/file.go Func" (TestMovesNameTheirFunctions checks it exists).
 type Move[S Status] struct {
 	From, To S
@@ -135,8 +140,8 @@ type Machine[S Status] struct {
 	Moves  []Move[S]
 }
 
-// Allows reports whether a row in status from may move to to ("" from:
-// inserted as to).
+// Allows reports whether a row in status from may move to to (the zero
+// from: inserted as to).
 func (m Machine[S]) Allows(from, to S) bool {
 	return slices.ContainsFunc(m.Moves, func(mv Move[S]) bool { return mv.From == from && mv.To == to })
 }

@@ -12,21 +12,24 @@ import (
 	"github.com/seckill/seckill/state"
 )
 
+// move is a state.Move with its type erased to text ("" From: inserted).
+type move struct{ From, To, By string }
+
 // column is one machine with its types erased, for checks over all of them.
 type column struct {
 	name   string
 	table  string
 	states []string
-	moves  []state.Move[string]
+	moves  []move
 }
 
 func erase[S state.Status](name string, m state.Machine[S]) column {
 	c := column{name: name, table: m.Table}
 	for _, s := range m.States {
-		c.states = append(c.states, string(s))
+		c.states = append(c.states, s.String())
 	}
 	for _, mv := range m.Moves {
-		c.moves = append(c.moves, state.Move[string]{From: string(mv.From), To: string(mv.To), By: mv.By})
+		c.moves = append(c.moves, move{From: mv.From.String(), To: mv.To.String(), By: mv.By})
 	}
 	return c
 }
@@ -50,7 +53,7 @@ var neverWritten = map[string]bool{"CompensationMoves/VERIFIED": true}
 
 func TestMovesAreBetweenKnownStatuses(t *testing.T) {
 	for _, c := range columns() {
-		seen := map[state.Move[string]]bool{}
+		seen := map[move]bool{}
 		for _, mv := range c.moves {
 			if mv.From != "" && !slices.Contains(c.states, mv.From) {
 				t.Errorf("%s: move %s -> %s starts from an unknown status", c.name, mv.From, mv.To)
@@ -64,12 +67,12 @@ func TestMovesAreBetweenKnownStatuses(t *testing.T) {
 			seen[mv] = true
 		}
 		for _, s := range c.states {
-			into := slices.ContainsFunc(c.moves, func(mv state.Move[string]) bool { return mv.To == s })
+			into := slices.ContainsFunc(c.moves, func(mv move) bool { return mv.To == s })
 			if into == neverWritten[c.name+"/"+s] {
 				t.Errorf("%s: status %s is reached by a move: %v, want %v", c.name, s, into, !neverWritten[c.name+"/"+s])
 			}
 		}
-		if !slices.ContainsFunc(c.moves, func(mv state.Move[string]) bool { return mv.From == "" }) {
+		if !slices.ContainsFunc(c.moves, func(mv move) bool { return mv.From == "" }) {
 			t.Errorf("%s: no move inserts a row", c.name)
 		}
 	}
@@ -77,7 +80,7 @@ func TestMovesAreBetweenKnownStatuses(t *testing.T) {
 
 func TestAllowsAndInto(t *testing.T) {
 	m := state.OrderMoves
-	if !m.Allows(state.OrderCancelPending, state.OrderPaid) || m.Allows(state.OrderPaid, state.OrderCancelled) || !m.Allows("", state.OrderCreated) {
+	if !m.Allows(state.OrderCancelPending, state.OrderPaid) || m.Allows(state.OrderPaid, state.OrderCancelled) || !m.Allows(state.Order{}, state.OrderCreated) {
 		t.Error("OrderMoves.Allows disagrees with its table")
 	}
 	var by []string
@@ -87,8 +90,11 @@ func TestAllowsAndInto(t *testing.T) {
 	if want := []string{"internal/orders/orders.go Cancel"}; !slices.Equal(by, want) {
 		t.Errorf("where an order becomes CANCELLED = %v, want %v", by, want)
 	}
-	if !m.Known(state.OrderRefunded) || m.Known("SHIPPED") {
+	if !m.Known(state.OrderRefunded) || m.Known(state.Order{}) {
 		t.Error("OrderMoves.Known disagrees with its list")
+	}
+	if o, err := state.ParseOrder("SHIPPED"); err == nil {
+		t.Errorf("ParseOrder(SHIPPED) = %v, want an error: SHIPPED is no order status", o)
 	}
 }
 

@@ -15,8 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/seckill/seckill/state"
 )
 
 // unchecked are the status UPDATEs TestUpdatesFollowMoves cannot check,
@@ -107,7 +105,7 @@ func TestUpdatesFollowMoves(t *testing.T) {
 			continue
 		}
 		for _, from := range u.from {
-			if !slices.ContainsFunc(m.moves, func(mv state.Move[string]) bool { return mv.From == from && mv.To == u.target }) {
+			if !slices.ContainsFunc(m.moves, func(mv move) bool { return mv.From == from && mv.To == u.target }) {
 				k := fmt.Sprintf("%s %s %s %s→%s", u.file, u.fn, u.table, from, u.target)
 				if _, ok := admitted[k]; ok {
 					used[k] = true

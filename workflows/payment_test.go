@@ -9,7 +9,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/payments"
+	"github.com/seckill/seckill/state"
 )
 
 const paymentWindow = 15 * time.Minute
@@ -18,7 +20,7 @@ const paymentWindow = 15 * time.Minute
 func createdEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, SagaInput, uuid.UUID) {
 	env := newEnv(t)
 	m := testMessage()
-	oid := activities.OrderID(m.ReservationID)
+	oid := orders.ID(m.ReservationID)
 	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated,
 		OrderID: oid, ExpiresAt: env.Now().Add(paymentWindow)}, nil).Once()
 	env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(activities.ProjectionResult{Code: 1}, nil).Once()
@@ -33,13 +35,13 @@ func TestSagaExpiryCancelsAndReleases(t *testing.T) {
 	env, in, oid := createdEnv(t)
 	var cancelAt time.Time
 	env.OnActivity(act.BeginCancel, mock.Anything, activities.CancelInput{OrderID: oid, RequireExpired: true}).
-		Run(func(mock.Arguments) { cancelAt = env.Now() }).Return("CANCEL_PENDING", nil).Once()
+		Run(func(mock.Arguments) { cancelAt = env.Now() }).Return(state.CancelFound(state.OrderCancelPending), nil).Once()
 	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.CloseClosed}, nil).Once()
-	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return("CANCELLED", nil).Once()
+	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return(state.OrderCancelled, nil).Once()
 	env.OnActivity(act.ReleaseRedis, mock.Anything, releaseInput(in, oid)).Return(activities.ProjectionResult{Code: 1, Text: "RELEASED"}, nil).Once()
 	start := env.Now()
 	env.ExecuteWorkflow(ReservationSaga, in)
-	if st := result(t, env); st.Status != StatusCancelled {
+	if st := result(t, env); st.Status != state.SagaCancelled {
 		t.Fatalf("state = %+v", st)
 	}
 	if cancelAt.Sub(start) < paymentWindow {
@@ -50,12 +52,12 @@ func TestSagaExpiryCancelsAndReleases(t *testing.T) {
 
 func TestSagaPaymentDuringCancelPendingWins(t *testing.T) {
 	env, in, oid := createdEnv(t)
-	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return("CANCEL_PENDING", nil).Once()
+	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return(state.CancelFound(state.OrderCancelPending), nil).Once()
 	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.CloseNoPayment}, nil).Once()
 	// The callback recorded the payment between close and the final CAS.
-	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return("PAID", nil).Once()
+	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return(state.OrderPaid, nil).Once()
 	env.ExecuteWorkflow(ReservationSaga, in)
-	if st := result(t, env); st.Status != StatusPaid {
+	if st := result(t, env); st.Status != state.SagaPaid {
 		t.Fatalf("state = %+v", st)
 	}
 	env.AssertNotCalled(t, "ReleaseRedis", mock.Anything, mock.Anything)
@@ -65,11 +67,11 @@ func TestSagaPaymentDuringCancelPendingWins(t *testing.T) {
 func TestSagaProviderSaysPaidDuringClose(t *testing.T) {
 	env, in, oid := createdEnv(t)
 	ev := payments.Evidence{OrderID: oid, Provider: "paysim", TransactionID: "txn_9", AmountCents: 4999}
-	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return("CANCEL_PENDING", nil).Once()
+	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return(state.CancelFound(state.OrderCancelPending), nil).Once()
 	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.ClosePaid, Evidence: ev}, nil).Once()
-	env.OnActivity(act.RecordPayment, mock.Anything, ev).Return(payments.RecordResult{Outcome: payments.Paid, OrderStatus: "PAID"}, nil).Once()
+	env.OnActivity(act.RecordPayment, mock.Anything, ev).Return(payments.RecordResult{Outcome: payments.Paid, OrderStatus: state.OrderPaid}, nil).Once()
 	env.ExecuteWorkflow(ReservationSaga, in)
-	if st := result(t, env); st.Status != StatusPaid {
+	if st := result(t, env); st.Status != state.SagaPaid {
 		t.Fatalf("state = %+v", st)
 	}
 	env.AssertNotCalled(t, "FinalCancel", mock.Anything, mock.Anything)
@@ -78,12 +80,12 @@ func TestSagaProviderSaysPaidDuringClose(t *testing.T) {
 
 func TestSagaUserCancelAndDuplicateSignals(t *testing.T) {
 	env, in, oid := createdEnv(t)
-	env.OnActivity(act.BeginCancel, mock.Anything, activities.CancelInput{OrderID: oid, RequireExpired: false}).Return("CANCEL_PENDING", nil).Once()
+	env.OnActivity(act.BeginCancel, mock.Anything, activities.CancelInput{OrderID: oid, RequireExpired: false}).Return(state.CancelFound(state.OrderCancelPending), nil).Once()
 	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.CloseClosed}, nil).Once()
-	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return("CANCELLED", nil).Once()
+	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return(state.OrderCancelled, nil).Once()
 	env.OnActivity(act.ReleaseRedis, mock.Anything, releaseInput(in, oid)).Return(activities.ProjectionResult{Code: 1}, nil).Once()
 	// A payment hint that PostgreSQL does not confirm is ignored, twice.
-	env.OnActivity(act.OrderStatus, mock.Anything, oid).Return("PAYING", nil).Twice()
+	env.OnActivity(act.OrderStatus, mock.Anything, oid).Return(state.OrderPaying, nil).Twice()
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(SignalPayment, PaymentSignal{TransactionID: "txn_1"})
 		env.SignalWorkflow(SignalPayment, PaymentSignal{TransactionID: "txn_1"})
@@ -93,7 +95,7 @@ func TestSagaUserCancelAndDuplicateSignals(t *testing.T) {
 		env.SignalWorkflow(SignalCancel, CancelSignal{Reason: "changed my mind"})
 	}, 2*time.Minute)
 	env.ExecuteWorkflow(ReservationSaga, in)
-	if st := result(t, env); st.Status != StatusCancelled {
+	if st := result(t, env); st.Status != state.SagaCancelled {
 		t.Fatalf("state = %+v", st)
 	}
 	env.AssertExpectations(t)
@@ -101,10 +103,10 @@ func TestSagaUserCancelAndDuplicateSignals(t *testing.T) {
 
 func TestSagaEarlyTimerWaitsAgain(t *testing.T) {
 	env, in, _ := createdEnv(t)
-	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return("CREATED", nil).Once()
-	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return("PAID", nil).Once()
+	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return(state.CancelFound(state.OrderCreated), nil).Once()
+	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return(state.CancelFound(state.OrderPaid), nil).Once()
 	env.ExecuteWorkflow(ReservationSaga, in)
-	if st := result(t, env); st.Status != StatusPaid {
+	if st := result(t, env); st.Status != state.SagaPaid {
 		t.Fatalf("state = %+v", st)
 	}
 	env.AssertExpectations(t)
@@ -119,8 +121,8 @@ func TestRefundWorkflow(t *testing.T) {
 	env.OnActivity(act.RefundAtProvider, mock.Anything, r).Return(nil).Once()
 	env.OnActivity(act.FinishRefund, mock.Anything, r).Return(nil).Once()
 	env.ExecuteWorkflow(RefundWorkflow, RefundInput{PaymentID: pid, ActivityID: 1, SKUID: 2})
-	var out string
-	if err := env.GetWorkflowResult(&out); err != nil || out != StatusRefunded {
+	var out state.Saga
+	if err := env.GetWorkflowResult(&out); err != nil || out != state.SagaRefunded {
 		t.Fatalf("refund = %q, %v", out, err)
 	}
 	env.AssertExpectations(t)
@@ -134,9 +136,9 @@ func TestSagaRepairForceCancelAndRebuildProjection(t *testing.T) {
 	env.OnActivity(act.ApplyRepair, mock.Anything, cancel).Return(activities.RepairResult{RepairID: "r-2", Accepted: true}, nil).Once()
 	// The projection runs once at creation and once more for the repair.
 	env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(activities.ProjectionResult{Code: 2, Text: "ORDER_CREATED"}, nil).Once()
-	env.OnActivity(act.BeginCancel, mock.Anything, activities.CancelInput{OrderID: oid, RequireExpired: false}).Return("CANCEL_PENDING", nil).Once()
+	env.OnActivity(act.BeginCancel, mock.Anything, activities.CancelInput{OrderID: oid, RequireExpired: false}).Return(state.CancelFound(state.OrderCancelPending), nil).Once()
 	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.CloseNoPayment}, nil).Once()
-	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return("CANCELLED", nil).Once()
+	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return(state.OrderCancelled, nil).Once()
 	env.OnActivity(act.ReleaseRedis, mock.Anything, releaseInput(in, oid)).Return(activities.ProjectionResult{Code: 1}, nil).Once()
 	signal := func(r activities.RepairRequest) {
 		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: r.Action, RepairID: r.RepairID, Operator: r.Operator, Reason: r.Reason})
@@ -145,7 +147,7 @@ func TestSagaRepairForceCancelAndRebuildProjection(t *testing.T) {
 	env.RegisterDelayedCallback(func() { signal(cancel) }, 2*time.Minute)
 	env.ExecuteWorkflow(ReservationSaga, in)
 	st := result(t, env)
-	if st.Status != StatusCancelled || len(st.Repairs) != 2 {
+	if st.Status != state.SagaCancelled || len(st.Repairs) != 2 {
 		t.Fatalf("state = %+v", st)
 	}
 	env.AssertExpectations(t)

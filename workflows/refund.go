@@ -5,6 +5,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/state"
 )
 
 // RefundInput names a payment that landed after its order was cancelled.
@@ -18,25 +19,25 @@ type RefundInput struct {
 // cancelled (docs/spec.md#payment-vs-cancel): REFUNDING in PostgreSQL, refund at the provider with
 // the payment's fixed refund id, REFUNDED. Visible in the UI by
 // ReservationStatus = "REFUNDING" / "REFUNDED".
-func RefundWorkflow(ctx workflow.Context, in RefundInput) (string, error) {
+func RefundWorkflow(ctx workflow.Context, in RefundInput) (state.Saga, error) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchActivityID.ValueSet(in.ActivityID),
-		SearchSKUID.ValueSet(in.SKUID), SearchReservationStatus.ValueSet(StatusRefunding)); err != nil {
-		return "", err
+		SearchSKUID.ValueSet(in.SKUID), SearchReservationStatus.ValueSet(state.SagaRefunding.String())); err != nil {
+		return state.Saga{}, err
 	}
 	var r activities.Refund
 	if err := workflow.ExecuteActivity(dbActivity(ctx), act.BeginRefund, in.PaymentID).Get(ctx, &r); err != nil {
-		return "", holdRefund(ctx, in, err)
+		return state.Saga{}, holdRefund(ctx, in, err)
 	}
 	if err := workflow.ExecuteActivity(providerActivity(ctx), act.RefundAtProvider, r).Get(ctx, nil); err != nil {
-		return "", holdRefund(ctx, in, err)
+		return state.Saga{}, holdRefund(ctx, in, err)
 	}
 	if err := workflow.ExecuteActivity(dbActivity(ctx), act.FinishRefund, r).Get(ctx, nil); err != nil {
-		return "", err
+		return state.Saga{}, err
 	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchReservationStatus.ValueSet(StatusRefunded)); err != nil {
-		return "", err
+	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchReservationStatus.ValueSet(state.SagaRefunded.String())); err != nil {
+		return state.Saga{}, err
 	}
-	return StatusRefunded, nil
+	return state.SagaRefunded, nil
 }
 
 // holdRefund handles a refund step's failure: one that failed for good (the
@@ -54,7 +55,7 @@ func holdRefund(ctx workflow.Context, in RefundInput, err error) error {
 		PaymentID: in.PaymentID, Reason: err.Error()}).Get(ctx, nil); herr != nil {
 		return herr
 	}
-	if uerr := workflow.UpsertTypedSearchAttributes(ctx, SearchReservationStatus.ValueSet(StatusManual)); uerr != nil {
+	if uerr := workflow.UpsertTypedSearchAttributes(ctx, SearchReservationStatus.ValueSet(state.SagaManual.String())); uerr != nil {
 		workflow.GetLogger(ctx).Error("upsert search attribute", "error", uerr)
 	}
 	return err

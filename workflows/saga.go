@@ -13,26 +13,6 @@ import (
 	"github.com/seckill/seckill/state"
 )
 
-// Saga statuses (SagaState.Status and the ReservationStatus search
-// attribute): where the reservation stands, then where its order stands,
-// in the words of the state package, plus two of the saga's own.
-const (
-	StatusReserved     = string(state.ReservationReserved)
-	StatusOrderCreated = string(state.ReservationOrderCreated)
-	StatusRejected     = string(state.ReservationOrderRejected)
-	StatusCompensated  = string(state.ReservationCompensated)
-	StatusManual       = string(state.ReservationManualReview)
-	StatusCancelPend   = string(state.OrderCancelPending)
-	StatusPaid         = string(state.OrderPaid)
-	StatusCancelled    = string(state.OrderCancelled)
-	StatusRefunding    = string(state.OrderRefunding)
-	StatusRefunded     = string(state.OrderRefunded)
-	// StatusLate: CreateOrder found a durable decision taken before its message.
-	StatusLate = string(activities.OutcomeLate)
-	// StatusResolved: an operator marked the reservation resolved by hand.
-	StatusResolved = "RESOLVED_MANUALLY"
-)
-
 // PaymentSignal tells the saga a payment was recorded for its order.
 type PaymentSignal struct {
 	TransactionID string
@@ -69,10 +49,12 @@ type SagaInput struct {
 // SagaState is what the query handler returns and what the saga ends with.
 type SagaState struct {
 	ReservationID string
-	Status        string
-	OrderID       string    `json:",omitempty"`
-	ExpiresAt     time.Time `json:",omitzero"`
-	Reason        string    `json:",omitempty"`
+	// Status is where the saga stands, in state's words (state.Saga: the
+	// ReservationStatus search attribute holds the same text).
+	Status    state.Saga
+	OrderID   string    `json:",omitempty"`
+	ExpiresAt time.Time `json:",omitzero"`
+	Reason    string    `json:",omitempty"`
 	// Steps is the saga's history in words, newest last.
 	Steps []string
 	// Repairs lists the repair signals received and what became of them.
@@ -84,7 +66,7 @@ type SagaState struct {
 // unit back to Redis; anything automation cannot decide waits, visible as
 // ReservationStatus = "MANUAL_REVIEW", for a repair signal.
 func ReservationSaga(ctx workflow.Context, in SagaInput) (SagaState, error) {
-	s := &saga{in: in, state: SagaState{ReservationID: in.Message.ReservationID.String(), Status: StatusReserved},
+	s := &saga{in: in, state: SagaState{ReservationID: in.Message.ReservationID.String(), Status: state.SagaReserved},
 		carriedOut: map[string]bool{}}
 	// Runs started before the local forward path replay as they ran
 	// (activity tasks, an explicit first upsert): their input has no
@@ -127,14 +109,14 @@ func (s *saga) setup(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (SagaState, error) { return s.state, nil }); err != nil {
 		return err
 	}
-	workflow.SetCurrentDetails(ctx, "**"+s.state.Status+"**: creating the order")
+	workflow.SetCurrentDetails(ctx, "**"+s.state.Status.String()+"**: creating the order")
 	if s.local {
 		return nil // SagaStartOptions set them at the start
 	}
 	return workflow.UpsertTypedSearchAttributes(ctx,
 		SearchActivityID.ValueSet(s.in.Message.ActivityID),
 		SearchSKUID.ValueSet(s.in.Message.SKUID),
-		SearchReservationStatus.ValueSet(StatusReserved))
+		SearchReservationStatus.ValueSet(state.SagaReserved.String()))
 }
 
 // dbActivity options: PostgreSQL/Redis work, retried with backoff for as long
@@ -178,12 +160,12 @@ func (s *saga) forward(ctx workflow.Context, fn, arg, out any) error {
 	return workflow.ExecuteActivity(dbActivity(ctx), fn, arg).Get(ctx, out)
 }
 
-func (s *saga) setStatus(ctx workflow.Context, status, step string) {
+func (s *saga) setStatus(ctx workflow.Context, status state.Saga, step string) {
 	s.state.Status = status
 	s.state.Steps = append(s.state.Steps, step)
 	// The UI's "current details": where the saga stands, without its history.
-	workflow.SetCurrentDetails(ctx, "**"+status+"**: "+step)
-	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchReservationStatus.ValueSet(status)); err != nil {
+	workflow.SetCurrentDetails(ctx, "**"+status.String()+"**: "+step)
+	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchReservationStatus.ValueSet(status.String())); err != nil {
 		workflow.GetLogger(ctx).Error("upsert search attribute", "error", err)
 	}
 }
@@ -201,19 +183,19 @@ func (s *saga) run(ctx workflow.Context) (SagaState, error) {
 	switch res.Outcome {
 	case activities.OutcomeCreated:
 		s.state.OrderID, s.state.ExpiresAt = res.OrderID.String(), res.ExpiresAt
-		s.setStatus(ctx, StatusOrderCreated, "order created")
+		s.setStatus(ctx, state.SagaOrderCreated, "order created")
 		if err := s.project(ctx, ""); err != nil {
 			return s.state, err
 		}
 		return s.awaitPayment(ctx)
 	case activities.OutcomeRejected:
-		s.setStatus(ctx, StatusRejected, "order rejected: "+res.Reason)
+		s.setStatus(ctx, state.SagaRejected, "order rejected: "+res.Reason)
 		return s.compensate(ctx)
 	case activities.OutcomeLate:
-		s.setStatus(ctx, StatusLate, "late message after a durable decision: "+res.Reason)
+		s.setStatus(ctx, state.SagaLate, "late message after a durable decision: "+res.Reason)
 		return s.state, nil
 	case activities.OutcomeManual:
-		s.setStatus(ctx, StatusManual, "manual review: "+res.Reason)
+		s.setStatus(ctx, state.SagaManual, "manual review: "+res.Reason)
 		return s.awaitRepair(ctx)
 	}
 	return s.state, errors.New("unknown CreateOrder outcome " + string(res.Outcome))
@@ -234,29 +216,29 @@ func (s *saga) resume(ctx workflow.Context) (SagaState, error) {
 	if st.OrderID != uuid.Nil {
 		s.state.OrderID, s.state.ExpiresAt = st.OrderID.String(), st.ExpiresAt
 	}
-	s.state.Steps = append(s.state.Steps, "resumed from PostgreSQL: reservation "+nonEmpty(st.Status, "absent")+", order "+nonEmpty(st.OrderStatus, "none"))
+	s.state.Steps = append(s.state.Steps, "resumed from PostgreSQL: reservation "+nonEmpty(st.Status.String(), "absent")+", order "+nonEmpty(st.OrderStatus.String(), "none"))
 	switch st.Status {
-	case StatusOrderCreated:
+	case state.ReservationOrderCreated:
 		switch st.OrderStatus {
-		case StatusPaid, StatusRefunding, StatusRefunded:
-			s.setStatus(ctx, st.OrderStatus, "order is "+st.OrderStatus)
+		case state.OrderPaid, state.OrderRefunding, state.OrderRefunded:
+			s.setStatus(ctx, state.OrderSaga(st.OrderStatus), "order is "+st.OrderStatus.String())
 			return s.state, nil
 		}
-		s.setStatus(ctx, StatusOrderCreated, "order created")
+		s.setStatus(ctx, state.SagaOrderCreated, "order created")
 		if err := s.project(ctx, ""); err != nil {
 			return s.state, err
 		}
 		return s.awaitPayment(ctx)
-	case StatusCancelled:
+	case state.ReservationCancelled:
 		return s.state, s.release(ctx)
-	case StatusRejected, string(state.ReservationCompensating):
-		s.setStatus(ctx, StatusRejected, "order rejected: "+st.Reason)
+	case state.ReservationOrderRejected, state.ReservationCompensating:
+		s.setStatus(ctx, state.SagaRejected, "order rejected: "+st.Reason)
 		return s.compensate(ctx)
-	case StatusCompensated:
-		s.setStatus(ctx, StatusCompensated, "stock given back to redis")
+	case state.ReservationCompensated:
+		s.setStatus(ctx, state.SagaCompensated, "stock given back to redis")
 		return s.state, nil
-	case StatusManual:
-		s.setStatus(ctx, StatusManual, "manual review: "+st.Reason)
+	case state.ReservationManualReview:
+		s.setStatus(ctx, state.SagaManual, "manual review: "+st.Reason)
 		return s.awaitRepair(ctx)
 	}
 	s.state.Steps = append(s.state.Steps, "nothing in PostgreSQL to resume: reconciliation settles the reservation after its deadline")
@@ -281,12 +263,12 @@ func (s *saga) compensate(ctx workflow.Context) (SagaState, error) {
 		}
 		return s.state, err
 	}
-	if c.Status == StatusCompensated {
-		s.setStatus(ctx, StatusCompensated, "stock given back to redis: "+c.Reason)
+	if c.Status == state.ReservationCompensated {
+		s.setStatus(ctx, state.SagaCompensated, "stock given back to redis: "+c.Reason)
 		return s.state, nil
 	}
 	s.state.Reason = c.Reason
-	s.setStatus(ctx, StatusManual, "compensation needs a person: "+c.Reason)
+	s.setStatus(ctx, state.SagaManual, "compensation needs a person: "+c.Reason)
 	return s.awaitRepair(ctx)
 }
 
@@ -303,10 +285,10 @@ func (s *saga) awaitRepair(ctx workflow.Context) (SagaState, error) {
 		}
 		switch action {
 		case activities.RepairRetryCompensation:
-			s.setStatus(ctx, StatusRejected, "repair "+req.RepairID+": retry compensation")
+			s.setStatus(ctx, state.SagaRejected, "repair "+req.RepairID+": retry compensation")
 			return s.compensate(ctx)
 		case activities.RepairMarkResolved:
-			s.setStatus(ctx, StatusResolved, "repair "+req.RepairID+": marked resolved by "+req.Operator)
+			s.setStatus(ctx, state.SagaResolved, "repair "+req.RepairID+": marked resolved by "+req.Operator)
 			return s.state, nil
 		}
 	}

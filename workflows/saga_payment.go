@@ -44,15 +44,15 @@ func (s *saga) awaitPayment(ctx workflow.Context) (SagaState, error) {
 
 		switch event {
 		case "payment":
-			var status string
+			var status state.Order
 			if err := workflow.ExecuteActivity(dbActivity(ctx), act.OrderStatus, s.orderID()).Get(ctx, &status); err != nil {
 				return s.state, err
 			}
-			if status == StatusPaid {
-				s.setStatus(ctx, StatusPaid, "paid")
+			if status == state.OrderPaid {
+				s.setStatus(ctx, state.SagaPaid, "paid")
 				return s.state, nil
 			}
-			s.state.Steps = append(s.state.Steps, "payment signal, but the order is "+status+": still waiting")
+			s.state.Steps = append(s.state.Steps, "payment signal, but the order is "+status.String()+": still waiting")
 		case "cancel", "expired":
 			done, err := s.cancel(ctx, event == "expired")
 			if err != nil || done {
@@ -125,28 +125,29 @@ func (s *saga) orderID() uuid.UUID { return uuid.MustParse(s.state.OrderID) }
 // never cancelled. done=false means the order is not yet expired: wait again.
 func (s *saga) cancel(ctx workflow.Context, expired bool) (bool, error) {
 	oid := s.orderID()
-	var status string
-	if err := workflow.ExecuteActivity(dbActivity(ctx), act.BeginCancel, activities.CancelInput{OrderID: oid, RequireExpired: expired}).Get(ctx, &status); err != nil {
+	var began state.Cancel
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.BeginCancel, activities.CancelInput{OrderID: oid, RequireExpired: expired}).Get(ctx, &began); err != nil {
 		return true, err
 	}
-	switch status {
-	case StatusPaid, StatusRefunding, StatusRefunded:
-		s.setStatus(ctx, status, "cancel found the order "+status)
-		return true, nil
-	case string(state.OrderCreated), string(state.OrderPaying):
-		s.state.Steps = append(s.state.Steps, "expiry timer fired before the database clock passed expires_at: waiting again")
-		return false, nil
-	case activities.StatusPaymentStarting:
+	if began == state.CancelPaymentStarting {
 		// The buyer is starting a payment at the provider right now; the
 		// cancel waits for it (bounded: a stale start stops counting).
 		if err := workflow.Sleep(ctx, paymentStartWait); err != nil {
 			return true, err
 		}
 		return s.cancel(ctx, expired)
-	case StatusCancelled:
+	}
+	switch status := began.Order(); status {
+	case state.OrderPaid, state.OrderRefunding, state.OrderRefunded:
+		s.setStatus(ctx, state.OrderSaga(status), "cancel found the order "+status.String())
+		return true, nil
+	case state.OrderCreated, state.OrderPaying:
+		s.state.Steps = append(s.state.Steps, "expiry timer fired before the database clock passed expires_at: waiting again")
+		return false, nil
+	case state.OrderCancelled:
 		return true, s.release(ctx)
 	}
-	s.setStatus(ctx, StatusCancelPend, map[bool]string{true: "payment window expired", false: "user asked to cancel"}[expired])
+	s.setStatus(ctx, state.SagaCancelPending, map[bool]string{true: "payment window expired", false: "user asked to cancel"}[expired])
 	var closed activities.CloseResult
 	if err := workflow.ExecuteActivity(providerActivity(ctx), act.CloseAtProvider, oid).Get(ctx, &closed); err != nil {
 		return true, err
@@ -156,14 +157,15 @@ func (s *saga) cancel(ctx workflow.Context, expired bool) (bool, error) {
 		if err := workflow.ExecuteActivity(dbActivity(ctx), act.RecordPayment, closed.Evidence).Get(ctx, &rec); err != nil {
 			return true, err
 		}
-		s.setStatus(ctx, rec.OrderStatus, "provider reported the payment during cancel: "+string(rec.Outcome))
+		s.setStatus(ctx, state.OrderSaga(rec.OrderStatus), "provider reported the payment during cancel: "+string(rec.Outcome))
 		return true, nil
 	}
-	if err := workflow.ExecuteActivity(dbActivity(ctx), act.FinalCancel, oid).Get(ctx, &status); err != nil {
+	var final state.Order
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.FinalCancel, oid).Get(ctx, &final); err != nil {
 		return true, err
 	}
-	if status != StatusCancelled {
-		s.setStatus(ctx, status, "a payment won the race: order is "+status)
+	if final != state.OrderCancelled {
+		s.setStatus(ctx, state.OrderSaga(final), "a payment won the race: order is "+final.String())
 		return true, nil
 	}
 	return true, s.release(ctx)
@@ -181,7 +183,7 @@ func (s *saga) release(ctx workflow.Context) error {
 	if r.Code < 0 {
 		step = "cancelled; redis release not applied (" + r.Text + "): reconciliation rebuilds counters"
 	}
-	s.setStatus(ctx, StatusCancelled, step)
+	s.setStatus(ctx, state.SagaCancelled, step)
 	return nil
 }
 

@@ -24,12 +24,12 @@ func TestSagaOrderTransactionFailedForGoodIsRejectedAndCompensated(t *testing.T)
 	env.OnActivity(act.RejectUnprocessable, mock.Anything, activities.UnprocessableInput{Message: m, Detail: "PermanentDatabaseError:23505"}).
 		Return(state.ReservationOrderRejected, nil).Once()
 	env.OnActivity(act.LoadReservation, mock.Anything, m.ReservationID).
-		Return(activities.ReservationState{Status: StatusRejected, Reason: activities.ReasonUnprocessable + ":PermanentDatabaseError:23505"}, nil).Once()
+		Return(activities.ReservationState{Status: state.ReservationOrderRejected, Reason: activities.ReasonUnprocessable + ":PermanentDatabaseError:23505"}, nil).Once()
 	env.OnActivity(act.Compensate, mock.Anything, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}).
-		Return(activities.CompensateResult{Status: StatusCompensated, LuaCode: 1, Reason: "COMPENSATED"}, nil).Once()
+		Return(activities.CompensateResult{Status: state.ReservationCompensated, LuaCode: 1, Reason: "COMPENSATED"}, nil).Once()
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m, LocalForward: true})
 	st := result(t, env)
-	if st.Status != StatusCompensated {
+	if st.Status != state.SagaCompensated {
 		t.Fatalf("state = %+v, want COMPENSATED", st)
 	}
 	env.AssertExpectations(t)
@@ -43,7 +43,7 @@ func TestSagaUnrecordableReservationFails(t *testing.T) {
 	m := testMessage()
 	perm := temporal.NewNonRetryableApplicationError("value too long (SQLSTATE 22001)", "PermanentDatabaseError", nil, "22001")
 	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{}, perm)
-	env.OnActivity(act.RejectUnprocessable, mock.Anything, mock.Anything).Return(state.Reservation(""), perm).Once()
+	env.OnActivity(act.RejectUnprocessable, mock.Anything, mock.Anything).Return(state.Reservation{}, perm).Once()
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() == nil {
 		t.Fatal("saga did not fail when its reservation could not be recorded")
@@ -61,14 +61,14 @@ func TestSagaCompensationRefusedCarriesOnFromPostgreSQL(t *testing.T) {
 	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeRejected, Reason: activities.ReasonStockExhausted}, nil)
 	refusal := temporal.NewNonRetryableApplicationError("reservation x is MANUAL_REVIEW: not compensable", activities.ErrTypeRefused, nil)
 	env.OnActivity(act.Compensate, mock.Anything, mock.Anything).Return(activities.CompensateResult{}, refusal).Once()
-	env.OnActivity(act.LoadReservation, mock.Anything, m.ReservationID).Return(activities.ReservationState{Status: StatusManual, Reason: "COUNTER_MISSING"}, nil).Once()
+	env.OnActivity(act.LoadReservation, mock.Anything, m.ReservationID).Return(activities.ReservationState{Status: state.ReservationManualReview, Reason: "COUNTER_MISSING"}, nil).Once()
 	req := activities.RepairRequest{Action: activities.RepairMarkResolved, RepairID: "r-2", Operator: "ops", Reason: "checked, INC-3", ReservationID: m.ReservationID}
 	env.OnActivity(act.ApplyRepair, mock.Anything, req).Return(activities.RepairResult{RepairID: "r-2", Accepted: true}, nil).Once()
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: req.Action, RepairID: req.RepairID, Operator: req.Operator, Reason: req.Reason})
 	}, time.Hour)
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
-	if st := result(t, env); st.Status != StatusResolved {
+	if st := result(t, env); st.Status != state.SagaResolved {
 		t.Fatalf("state = %+v", st)
 	}
 	env.AssertExpectations(t)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/internal/orders"
+	"github.com/seckill/seckill/state"
 )
 
 func testMessage() events.OrderCreateRequested {
@@ -52,16 +54,16 @@ func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) SagaState {
 func TestSagaPaidBeforeExpiry(t *testing.T) {
 	env := newEnv(t)
 	m := testMessage()
-	oid := activities.OrderID(m.ReservationID)
+	oid := orders.ID(m.ReservationID)
 	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated, OrderID: oid,
 		ExpiresAt: env.Now().Add(15 * time.Minute)}, nil).Once()
 	env.OnActivity(act.ProjectOrderCreated, mock.Anything, activities.ProjectionInput{ReservationID: m.ReservationID,
 		OrderID: oid, ActivityID: m.ActivityID, SKUID: m.SKUID}).Return(activities.ProjectionResult{Code: 1}, nil).Once()
-	env.OnActivity(act.OrderStatus, mock.Anything, oid).Return("PAID", nil).Once()
+	env.OnActivity(act.OrderStatus, mock.Anything, oid).Return(state.OrderPaid, nil).Once()
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPayment, PaymentSignal{TransactionID: "txn_1"}) }, time.Minute)
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	st := result(t, env)
-	if st.Status != StatusPaid || st.OrderID != oid.String() {
+	if st.Status != state.SagaPaid || st.OrderID != oid.String() {
 		t.Fatalf("state = %+v", st)
 	}
 	env.AssertExpectations(t)
@@ -81,11 +83,11 @@ func TestSagaForwardStepsAreLocalActivities(t *testing.T) {
 	} {
 		env := newEnv(t)
 		m := testMessage()
-		oid := activities.OrderID(m.ReservationID)
+		oid := orders.ID(m.ReservationID)
 		env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated, OrderID: oid,
 			ExpiresAt: env.Now().Add(15 * time.Minute)}, nil).Once()
 		env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(activities.ProjectionResult{Code: 1}, nil).Once()
-		env.OnActivity(act.OrderStatus, mock.Anything, oid).Return("PAID", nil).Once()
+		env.OnActivity(act.OrderStatus, mock.Anything, oid).Return(state.OrderPaid, nil).Once()
 		var local, remote []string
 		env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
 			local = append(local, info.ActivityType.Name)
@@ -95,7 +97,7 @@ func TestSagaForwardStepsAreLocalActivities(t *testing.T) {
 		})
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPayment, PaymentSignal{TransactionID: "txn_1"}) }, time.Minute)
 		env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m, LocalForward: c.localForward})
-		if st := result(t, env); st.Status != StatusPaid {
+		if st := result(t, env); st.Status != state.SagaPaid {
 			t.Fatalf("LocalForward %v: state = %+v", c.localForward, st)
 		}
 		if !slices.Equal(local, c.local) || !slices.Equal(remote, c.remote) {
@@ -110,7 +112,7 @@ func TestSagaRetriesInfrastructureErrors(t *testing.T) {
 	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{}, errors.New("connection reset")).Times(3)
 	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeLate, Reason: "LATE_AFTER_COMPENSATED"}, nil).Once()
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
-	if st := result(t, env); st.Status != StatusLate {
+	if st := result(t, env); st.Status != state.SagaLate {
 		t.Fatalf("state = %+v", st)
 	}
 	env.AssertExpectations(t)
@@ -121,10 +123,10 @@ func TestSagaRejectedCompensates(t *testing.T) {
 	m := testMessage()
 	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeRejected, Reason: activities.ReasonStockExhausted}, nil)
 	env.OnActivity(act.Compensate, mock.Anything, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}).
-		Return(activities.CompensateResult{Status: StatusCompensated, LuaCode: 1, Reason: "COMPENSATED"}, nil).Once()
+		Return(activities.CompensateResult{Status: state.ReservationCompensated, LuaCode: 1, Reason: "COMPENSATED"}, nil).Once()
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	st := result(t, env)
-	if st.Status != StatusCompensated || st.Reason != activities.ReasonStockExhausted {
+	if st.Status != state.SagaCompensated || st.Reason != activities.ReasonStockExhausted {
 		t.Fatalf("state = %+v", st)
 	}
 	env.AssertExpectations(t)
@@ -137,14 +139,14 @@ func TestSagaCompensationMissingKeyWaitsForRepair(t *testing.T) {
 	m := testMessage()
 	in := activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}
 	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeRejected, Reason: activities.ReasonDeadline}, nil)
-	env.OnActivity(act.Compensate, mock.Anything, in).Return(activities.CompensateResult{Status: StatusManual, LuaCode: -1, Reason: "RESERVATION_MISSING"}, nil).Once()
+	env.OnActivity(act.Compensate, mock.Anything, in).Return(activities.CompensateResult{Status: state.ReservationManualReview, LuaCode: -1, Reason: "RESERVATION_MISSING"}, nil).Once()
 	bad := activities.RepairRequest{Action: "delete-everything", RepairID: "r-0", Operator: "ops", Reason: "x", ReservationID: m.ReservationID}
 	good := activities.RepairRequest{Action: activities.RepairRetryCompensation, RepairID: "r-1", Operator: "ops", Reason: "key restored", ReservationID: m.ReservationID}
 	env.OnActivity(act.ApplyRepair, mock.Anything, bad).Return(activities.RepairResult{RepairID: "r-0", Reason: "unknown action"}, nil).Once()
 	env.OnActivity(act.ApplyRepair, mock.Anything, good).Return(activities.RepairResult{RepairID: "r-1", Accepted: true}, nil).Once()
-	env.OnActivity(act.Compensate, mock.Anything, in).Return(activities.CompensateResult{Status: StatusCompensated, LuaCode: 1}, nil).Once()
+	env.OnActivity(act.Compensate, mock.Anything, in).Return(activities.CompensateResult{Status: state.ReservationCompensated, LuaCode: 1}, nil).Once()
 
-	var seen []string
+	var seen []state.Saga
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(QueryState)
 		if err != nil {
@@ -165,10 +167,10 @@ func TestSagaCompensationMissingKeyWaitsForRepair(t *testing.T) {
 	}, 2*time.Minute)
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	st := result(t, env)
-	if len(seen) != 2 || seen[0] != StatusManual || seen[1] != StatusManual {
+	if len(seen) != 2 || seen[0] != state.SagaManual || seen[1] != state.SagaManual {
 		t.Fatalf("statuses while waiting = %v, want MANUAL_REVIEW twice", seen)
 	}
-	if st.Status != StatusCompensated || len(st.Repairs) != 2 || st.Repairs[0].Accepted || !st.Repairs[1].Accepted {
+	if st.Status != state.SagaCompensated || len(st.Repairs) != 2 || st.Repairs[0].Accepted || !st.Repairs[1].Accepted {
 		t.Fatalf("final state = %+v", st)
 	}
 	env.AssertExpectations(t)
@@ -184,7 +186,7 @@ func TestSagaPayloadConflictWaitsAndCanBeResolved(t *testing.T) {
 		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: req.Action, RepairID: req.RepairID, Operator: req.Operator, Reason: req.Reason})
 	}, time.Hour)
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
-	if st := result(t, env); st.Status != StatusResolved {
+	if st := result(t, env); st.Status != state.SagaResolved {
 		t.Fatalf("state = %+v", st)
 	}
 }
@@ -196,7 +198,7 @@ func TestSagaPublishesItsCurrentStep(t *testing.T) {
 	m := testMessage()
 	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeRejected,
 		Reason: activities.ReasonStockExhausted}, nil).Once()
-	env.OnActivity(act.Compensate, mock.Anything, mock.Anything).Return(activities.CompensateResult{Status: StatusCompensated}, nil).Once()
+	env.OnActivity(act.Compensate, mock.Anything, mock.Anything).Return(activities.CompensateResult{Status: state.ReservationCompensated}, nil).Once()
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	st := result(t, env)
 	v, err := env.QueryWorkflow("__temporal_workflow_metadata")
@@ -207,7 +209,7 @@ func TestSagaPublishesItsCurrentStep(t *testing.T) {
 	if err := v.Get(&md); err != nil {
 		t.Fatal(err)
 	}
-	want := "**" + StatusCompensated + "**: " + st.Steps[len(st.Steps)-1]
+	want := "**" + state.SagaCompensated.String() + "**: " + st.Steps[len(st.Steps)-1]
 	if got := md.GetCurrentDetails(); got != want {
 		t.Fatalf("current details = %q, want %q", got, want)
 	}

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/state"
 )
 
 // The options of every workflow start, in one place: the saga starter, the
@@ -34,7 +35,7 @@ func SagaStartOptions(taskQueue string, m events.OrderCreateRequested) client.St
 		Memo: map[string]any{"activity_id": m.ActivityID, "sku_id": m.SKUID, "message_id": m.MessageID.String(),
 			"reserved_at": m.ReservedAt, "business_deadline": m.BusinessDeadline},
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SearchReservationStatus.ValueSet(StatusReserved),
+			SearchReservationStatus.ValueSet(state.SagaReserved.String()),
 			SearchActivityID.ValueSet(m.ActivityID),
 			SearchSKUID.ValueSet(m.SKUID)),
 	}
@@ -61,7 +62,7 @@ func RefundStartOptions(taskQueue string, in RefundInput) client.StartWorkflowOp
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SearchReservationStatus.ValueSet(StatusRefunding),
+			SearchReservationStatus.ValueSet(state.SagaRefunding.String()),
 			SearchActivityID.ValueSet(in.ActivityID),
 			SearchSKUID.ValueSet(in.SKUID)),
 	}

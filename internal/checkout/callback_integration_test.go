@@ -26,6 +26,7 @@ import (
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/paysim"
+	"github.com/seckill/seckill/state"
 	"github.com/seckill/seckill/workers/refundrelay"
 	"github.com/seckill/seckill/workflows"
 )
@@ -440,7 +441,7 @@ func TestNoProviderTransactionForAnOrderBeingCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var during string
+	var during state.Cancel
 	prov.during = func() {
 		st, err := store.BeginCancel(ctx, r.orderID, false)
 		if err != nil {
@@ -452,17 +453,17 @@ func TestNoProviderTransactionForAnOrderBeingCancelled(t *testing.T) {
 	if err != nil || p.TransactionID == "" {
 		t.Fatalf("start payment = %+v, %v", p, err)
 	}
-	if during != payments.StatusPaymentStarting {
-		t.Fatalf("a cancel during the provider call = %s, want %s (it must wait)", during, payments.StatusPaymentStarting)
+	if during != state.CancelPaymentStarting {
+		t.Fatalf("a cancel during the provider call = %s, want %s (it must wait)", during, state.CancelPaymentStarting)
 	}
 	var intent string
 	r.pool.QueryRow(ctx, `SELECT status FROM payment_intent WHERE order_id = $1`, r.orderID).Scan(&intent)
-	if st, _ := store.Status(ctx, r.orderID); st != payments.StatusPaying || intent != "OPEN" {
+	if st, _ := store.Status(ctx, r.orderID); st != state.OrderPaying || intent != "OPEN" {
 		t.Fatalf("order %s intent %s, want PAYING with an OPEN intent", st, intent)
 	}
 	// Now the cancel goes through, and a new payment start is refused
 	// without asking the provider.
-	if st, err := store.BeginCancel(ctx, r.orderID, false); err != nil || st != payments.StatusCancelPending {
+	if st, err := store.BeginCancel(ctx, r.orderID, false); err != nil || st != state.CancelFound(state.OrderCancelPending) {
 		t.Fatalf("cancel = %s, %v", st, err)
 	}
 	prov.during, prov.creates = nil, 0
@@ -478,7 +479,7 @@ func TestNoProviderTransactionForAnOrderBeingCancelled(t *testing.T) {
 		VALUES ($1, 1, 2, 42, $2, $3, 4999, 'CREATED', now() + interval '15 minutes')`, other, uuid.New(), uuid.New())
 	prov.during = func() {
 		mustExec(t, r.pool, `UPDATE payment_intent SET updated_at = now() - interval '1 minute' WHERE order_id = $1`, other)
-		if st, _ := store.BeginCancel(ctx, other, false); st != payments.StatusCancelPending {
+		if st, _ := store.BeginCancel(ctx, other, false); st != state.CancelFound(state.OrderCancelPending) {
 			t.Errorf("cancel past a stale start = %s", st)
 		}
 	}

@@ -190,7 +190,7 @@ func (s *Service) RequestCancel(ctx context.Context, userID int64, orderID uuid.
 // cancelRefusal refuses a user's cancel of an order in status: only a
 // CREATED or PAYING order can be cancelled.
 func cancelRefusal(status string) error {
-	if status != payments.StatusCreated && status != payments.StatusPaying {
+	if status != state.OrderCreated.String() && status != state.OrderPaying.String() {
 		return &StateError{"cancel", status}
 	}
 	return nil

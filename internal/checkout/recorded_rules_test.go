@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/state"
 )
 
 // fakeSagas records what the service asks of the sagas.
@@ -89,12 +90,12 @@ func paymentCount(t *testing.T, reg *prometheus.Registry, label string) float64 
 }
 
 func TestCancelRefusal(t *testing.T) {
-	for _, st := range []string{payments.StatusCreated, payments.StatusPaying} {
+	for _, st := range []string{state.OrderCreated.String(), state.OrderPaying.String()} {
 		if err := cancelRefusal(st); err != nil {
 			t.Errorf("cancelRefusal(%s) = %v, want nil", st, err)
 		}
 	}
-	for _, st := range []string{payments.StatusCancelPending, payments.StatusPaid, payments.StatusCancelled, payments.StatusRefunding, payments.StatusRefunded} {
+	for _, st := range []string{state.OrderCancelPending.String(), state.OrderPaid.String(), state.OrderCancelled.String(), state.OrderRefunding.String(), state.OrderRefunded.String()} {
 		var se *StateError
 		if err := cancelRefusal(st); !errors.As(err, &se) || se.Op != "cancel" || se.Status != st {
 			t.Errorf("cancelRefusal(%s) = %v, want a StateError", st, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/state"
 )
 
 // One set of rules judges both: for each of reconciliation's
@@ -39,7 +40,7 @@ func TestExplainAndReconciliationJudgeAlike(t *testing.T) {
 		if _, err := pay.BeginCancel(ctx, oid, false); err != nil {
 			t.Fatal(err)
 		}
-		if st, err := pay.FinalCancel(ctx, oid); err != nil || st != payments.StatusCancelled {
+		if st, err := pay.FinalCancel(ctx, oid); err != nil || st != state.OrderCancelled {
 			t.Fatalf("final cancel: %s %v", st, err)
 		}
 	}
@@ -87,7 +88,7 @@ func TestExplainAndReconciliationJudgeAlike(t *testing.T) {
 	if _, err := r.acts.CreateOrder(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}); err != nil || c.Status != "COMPENSATED" {
+	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}); err != nil || c.Status != state.ReservationCompensated {
 		t.Fatalf("compensate: %+v %v", c, err)
 	}
 	r.rdb.HSet(ctx, r.k.Reservation(m.ReservationID.String()), "status", "ORDER_CREATED")

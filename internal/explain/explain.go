@@ -7,6 +7,7 @@ package explain
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -92,11 +93,12 @@ type Report struct {
 
 // Statuses are the statuses that decide the verdict.
 type Statuses struct {
-	Reservation  state.Reservation  `json:"reservation"` // ABSENT when PostgreSQL has no row
+	// Reservation is none (written ABSENT: MarshalJSON) when PostgreSQL has no row.
+	Reservation  state.Reservation  `json:"reservation"`
 	Reason       string             `json:"reason,omitempty"`
-	Order        state.Order        `json:"order,omitempty"`
+	Order        state.Order        `json:"order,omitzero"`
 	OrderExpired bool               `json:"order_expired,omitempty"`
-	Compensation state.Compensation `json:"compensation_task,omitempty"`
+	Compensation state.Compensation `json:"compensation_task,omitzero"`
 	// Payments counts payment_record rows by status.
 	Payments map[state.Payment]int `json:"payments,omitempty"`
 	// RefundTasks counts refund_task rows by status.
@@ -112,6 +114,23 @@ type Statuses struct {
 
 // Absent is the status of a row or key that does not exist.
 const Absent = "ABSENT"
+
+// MarshalJSON writes s with its reservation ABSENT when PostgreSQL has none.
+func (s Statuses) MarshalJSON() ([]byte, error) {
+	type plain Statuses // without this method
+	return json.Marshal(struct {
+		Reservation string `json:"reservation"`
+		plain
+	}{reservationText(s.Reservation), plain(s)})
+}
+
+// reservationText is r's text, Absent for none.
+func reservationText(r state.Reservation) string {
+	if r.IsZero() {
+		return Absent
+	}
+	return r.String()
+}
 
 // Explainer reads every store of one purchase.
 type Explainer struct {

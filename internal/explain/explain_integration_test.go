@@ -19,6 +19,7 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/explain"
 	"github.com/seckill/seckill/internal/ids"
+	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
@@ -90,7 +91,7 @@ func (r *rig) cancel(t *testing.T, m events.OrderCreateRequested, oid uuid.UUID)
 	if _, err := r.pay.BeginCancel(ctx, oid, false); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := r.pay.FinalCancel(ctx, oid); err != nil || st != payments.StatusCancelled {
+	if st, err := r.pay.FinalCancel(ctx, oid); err != nil || st != state.OrderCancelled {
 		t.Fatalf("final cancel: %s %v", st, err)
 	}
 	if _, err := r.acts.ReleaseRedis(ctx, activities.ReleaseInput{ReservationID: m.ReservationID, OrderID: oid,
@@ -158,7 +159,7 @@ func TestExplainPaidOrderByEachOfItsIDs(t *testing.T) {
 		wantConsistent(t, rep, "paid")
 	}
 	rep := r.explain(t, res.PaymentID)
-	if rep.Kind != explain.KindPayment || rep.Status.Order != state.OrderPaid || rep.Status.Redis != string(state.ReservationOrderCreated) {
+	if rep.Kind != explain.KindPayment || rep.Status.Order != state.OrderPaid || rep.Status.Redis != state.ReservationOrderCreated.String() {
 		t.Errorf("kind %s statuses %+v", rep.Kind, rep.Status)
 	}
 	got := sources(rep)
@@ -217,7 +218,7 @@ func TestExplainCompensatedLateManualAndResolved(t *testing.T) {
 	if res, err := r.acts.CreateOrder(ctx, m); err != nil || res.Outcome != activities.OutcomeRejected {
 		t.Fatalf("create past deadline: %+v %v", res, err)
 	}
-	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}); err != nil || c.Status != string(state.ReservationCompensated) {
+	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}); err != nil || c.Status != state.ReservationCompensated {
 		t.Fatalf("compensate: %+v %v", c, err)
 	}
 	rep := r.explain(t, m.ReservationID)
@@ -232,7 +233,7 @@ func TestExplainCompensatedLateManualAndResolved(t *testing.T) {
 	}
 	late := r.reserve(t)
 	late.ReservedAt, late.BusinessDeadline = time.Now().Add(-2*time.Minute).UTC(), time.Now().Add(-time.Minute).UTC()
-	if st, err := r.acts.RejectOverdue(ctx, activities.RejectInput{ReservationID: late.ReservationID, Grace: time.Millisecond, Unseen: &late}); err != nil || st != state.ReservationOrderRejected {
+	if st, err := r.acts.RejectOverdue(ctx, inventory.RejectInput{ReservationID: late.ReservationID, Grace: time.Millisecond, Unseen: &late}); err != nil || st != state.ReservationOrderRejected {
 		t.Fatalf("reject overdue: %s %v", st, err)
 	}
 	if _, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: late.ReservationID, ActivityID: late.ActivityID, SKUID: late.SKUID}); err != nil {
@@ -250,7 +251,7 @@ func TestExplainCompensatedLateManualAndResolved(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.rdb.Del(ctx, r.k.Reservation(lost.ReservationID.String()))
-	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: lost.ReservationID, ActivityID: lost.ActivityID, SKUID: lost.SKUID}); err != nil || c.Status != string(state.ReservationManualReview) {
+	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: lost.ReservationID, ActivityID: lost.ActivityID, SKUID: lost.SKUID}); err != nil || c.Status != state.ReservationManualReview {
 		t.Fatalf("compensate without Redis: %+v %v", c, err)
 	}
 	manual := r.explain(t, lost.ReservationID)
@@ -292,14 +293,14 @@ func TestExplainUnknownAndRedisOnlyIDs(t *testing.T) {
 	// Admitted in Redis, its message not yet at the order service.
 	m := r.reserve(t)
 	rep := r.explain(t, m.ReservationID)
-	if rep.Status.Reservation != explain.Absent || rep.Status.Redis != string(state.ReservationReserved) || rep.Redis.SendDueAt == nil {
+	if !rep.Status.Reservation.IsZero() || rep.Status.Redis != state.ReservationReserved.String() || rep.Redis.SendDueAt == nil {
 		t.Errorf("statuses %+v redis %+v", rep.Status, rep.Redis)
 	}
 	wantConsistent(t, rep, "on its way")
 	// With its sale named, it is found among that sale's SKUs; under another
 	// sale it is not looked for anywhere else.
 	in, err := r.ex.ExplainIn(context.Background(), m.ReservationID, m.ActivityID)
-	if err != nil || in.Status.Redis != string(state.ReservationReserved) || in.SKUID != m.SKUID {
+	if err != nil || in.Status.Redis != state.ReservationReserved.String() || in.SKUID != m.SKUID {
 		t.Errorf("ExplainIn its own sale = %+v, %v", in.Status, err)
 	}
 	if _, err := r.ex.ExplainIn(context.Background(), m.ReservationID, m.ActivityID+1); !errors.Is(err, explain.ErrUnknownID) {

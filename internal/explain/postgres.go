@@ -53,7 +53,6 @@ SELECT at, changed, source, what, detail FROM ev`
 // readPostgres fills the statuses and the PostgreSQL part of the timeline.
 func (e *Explainer) readPostgres(ctx context.Context, rep *Report) error {
 	st := &rep.Status
-	st.Reservation = Absent
 	var reason *string
 	var orderID *uuid.UUID
 	var orderStatus *state.Order
@@ -108,9 +107,17 @@ func (e *Explainer) countMoney(ctx context.Context, rep *Report) error {
 			return fmt.Errorf("explain %s: count payments: %w", rep.ReservationID, err)
 		}
 		if what == "payment" {
-			rep.Status.Payments[state.Payment(status)] = n
+			p, err := state.ParsePayment(status)
+			if err != nil {
+				return fmt.Errorf("explain %s: %w", rep.ReservationID, err)
+			}
+			rep.Status.Payments[p] = n
 		} else {
-			rep.Status.RefundTasks[state.Refund(status)] = n
+			r, err := state.ParseRefund(status)
+			if err != nil {
+				return fmt.Errorf("explain %s: %w", rep.ReservationID, err)
+			}
+			rep.Status.RefundTasks[r] = n
 		}
 	}
 	return rows.Err()

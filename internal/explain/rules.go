@@ -23,11 +23,9 @@ func facts(rep Report) reconcile.Facts {
 	st := rep.Status
 	f := reconcile.Facts{Order: st.Order, HasOrder: rep.OrderID != nil, Changed: st.Changed, Deadline: st.Deadline,
 		RedisDeadline: redisDeadline(rep)}
-	if st.Reservation != Absent {
-		f.PG = st.Reservation
-	}
-	if st.Redis != Absent {
-		f.Redis = state.Reservation(st.Redis)
+	f.PG = st.Reservation // none when PostgreSQL has no row
+	if r, err := state.ParseReservation(st.Redis); err == nil {
+		f.Redis = r // ABSENT (or a text no status spells): none
 	}
 	return f
 }
@@ -40,7 +38,7 @@ func reconcileAction(rep Report, fd reconcile.Finding) (string, string) {
 	switch {
 	case fd.Manual:
 		return "decide by hand (reconciliation records it as MANUAL with its evidence; docs/operations.md#reconciliation)", reconcileRun(rep)
-	case fd.Type == reconcile.ProjectionBehind && rep.Saga.Running() && rep.Status.Redis == string(state.ReservationReserved):
+	case fd.Type == reconcile.ProjectionBehind && rep.Saga.Running() && rep.Status.Redis == state.ReservationReserved.String():
 		return "rebuild-projection", repairCommand(rep, "rebuild-projection")
 	}
 	return "reconcile (" + fd.Type + ": " + fd.Detail + ")", reconcileRun(rep)

@@ -21,14 +21,14 @@ func (rep Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "order %s\n", *rep.OrderID)
 	}
 	st := rep.Status
-	fmt.Fprintf(&b, "\nstatus: PostgreSQL reservation %s", st.Reservation)
+	fmt.Fprintf(&b, "\nstatus: PostgreSQL reservation %s", reservationText(st.Reservation))
 	if st.Reason != "" {
 		fmt.Fprintf(&b, " (%s)", st.Reason)
 	}
-	if st.Order != "" {
+	if !st.Order.IsZero() {
 		fmt.Fprintf(&b, ", order %s", st.Order)
 	}
-	if st.Compensation != "" {
+	if !st.Compensation.IsZero() {
 		fmt.Fprintf(&b, ", compensation task %s", st.Compensation)
 	}
 	fmt.Fprintf(&b, "; Redis %s\n", st.Redis)

@@ -103,7 +103,7 @@ func manualReview(rep Report, _ time.Time, add func(string, string, ...any)) (st
 		return "", ""
 	}
 	add("I4", "reservation is MANUAL_REVIEW (%s): automation stopped, a person decides", rep.Status.Reason)
-	if rep.Status.Compensation == state.CompensationManual && rep.Status.Redis == string(state.ReservationReserved) {
+	if rep.Status.Compensation == state.CompensationManual && rep.Status.Redis == state.ReservationReserved.String() {
 		return "retry-compensation", repairCommand(rep, "retry-compensation")
 	}
 	return "mark-resolved", repairCommand(rep, "mark-resolved")
@@ -165,9 +165,9 @@ func redisDeadline(rep Report) time.Time {
 
 // note says what a consistent purchase's state means.
 func note(st Statuses, saga *Saga) string {
-	parts := []string{"reservation " + string(st.Reservation)}
-	if st.Order != "" {
-		parts = append(parts, "order "+string(st.Order))
+	parts := []string{"reservation " + reservationText(st.Reservation)}
+	if !st.Order.IsZero() {
+		parts = append(parts, "order "+st.Order.String())
 	}
 	switch {
 	case st.Order == state.OrderPaid:
@@ -182,7 +182,7 @@ func note(st Statuses, saga *Saga) string {
 		parts = append(parts, "resolved by an operator (mark-resolved)")
 	case st.Order == state.OrderCreated || st.Order == state.OrderPaying || st.Order == state.OrderCancelPending:
 		parts = append(parts, "waiting for payment or expiry")
-	case st.Reservation == Absent:
+	case st.Reservation.IsZero():
 		parts = append(parts, "admitted, its message on its way to the order service")
 	}
 	if saga != nil {

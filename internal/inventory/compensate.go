@@ -28,7 +28,7 @@ type CompensateInput struct {
 // CompensateResult is the end of one compensation attempt.
 type CompensateResult struct {
 	// Status is the reservation's status afterwards: COMPENSATED or MANUAL_REVIEW.
-	Status string
+	Status state.Reservation
 	// LuaCode is compensate.lua's return code (1, 2, -1..-5), 0 if it did not run.
 	LuaCode int64
 	Reason  string
@@ -69,7 +69,7 @@ func (s *Store) Compensate(ctx context.Context, in CompensateInput, owner string
 		return CompensateResult{}, err
 	}
 	if taskStatus == state.CompensationManual {
-		return CompensateResult{Status: string(state.ReservationManualReview), Reason: "COMPENSATION_TASK_MANUAL"}, nil
+		return CompensateResult{Status: state.ReservationManualReview, Reason: "COMPENSATION_TASK_MANUAL"}, nil
 	}
 	reply, err := s.compensateRedis(ctx, in, r)
 	if err != nil {
@@ -82,14 +82,14 @@ func (s *Store) Compensate(ctx context.Context, in CompensateInput, owner string
 		}
 		s.m.Compensation.WithLabelValues(compensationLabel(reply.Code)).Inc()
 		s.log.InfoContext(ctx, "compensation.redis_applied", "reservation_id", in.ReservationID, "compensation_id", CompensationKey(in.ReservationID), "result", text)
-		return CompensateResult{Status: string(state.ReservationCompensated), LuaCode: code, Reason: text}, nil
+		return CompensateResult{Status: state.ReservationCompensated, LuaCode: code, Reason: text}, nil
 	}
 	if err := s.toManual(ctx, in.ReservationID, owner, text); err != nil {
 		return CompensateResult{}, err
 	}
 	s.m.Compensation.WithLabelValues(compensationLabel(reply.Code)).Inc()
 	s.log.ErrorContext(ctx, "compensation.redis_missing", "reservation_id", in.ReservationID, "lua_code", code, "result", text)
-	return CompensateResult{Status: string(state.ReservationManualReview), LuaCode: code, Reason: text}, nil
+	return CompensateResult{Status: state.ReservationManualReview, LuaCode: code, Reason: text}, nil
 }
 
 // compensationLabel is seckill_compensation_total's result for
@@ -114,7 +114,7 @@ func compensationLabel(c lua.CompensateCode) string {
 func compensationStart(rid uuid.UUID, status state.Reservation) (res CompensateResult, done bool, err error) {
 	switch status {
 	case state.ReservationCompensated, state.ReservationManualReview:
-		return CompensateResult{Status: string(status)}, true, nil
+		return CompensateResult{Status: status}, true, nil
 	case state.ReservationCompensating:
 		return CompensateResult{}, false, nil
 	}
@@ -201,10 +201,10 @@ func (s *Store) claimTask(ctx context.Context, rid uuid.UUID, owner string) (sta
 		return status, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("claim compensation task of %s: %w", rid, err)
+		return state.Compensation{}, fmt.Errorf("claim compensation task of %s: %w", rid, err)
 	}
 	if err := s.pool.QueryRow(ctx, `SELECT status FROM compensation_task WHERE task_id = $1`, CompensationTaskID(rid)).Scan(&status); err != nil {
-		return "", fmt.Errorf("read compensation task of %s: %w", rid, err)
+		return state.Compensation{}, fmt.Errorf("read compensation task of %s: %w", rid, err)
 	}
 	return unclaimedTask(status)
 }
@@ -217,7 +217,7 @@ func unclaimedTask(status state.Compensation) (state.Compensation, error) {
 	case state.CompensationApplied, state.CompensationVerified, state.CompensationManual:
 		return status, nil
 	}
-	return "", ErrLeaseHeld
+	return state.Compensation{}, ErrLeaseHeld
 }
 
 func (s *Store) finishCompensation(ctx context.Context, rid uuid.UUID, owner, result string) error {

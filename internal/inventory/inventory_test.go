@@ -123,7 +123,7 @@ func TestRejectOverdueRefusesABadUnseen(t *testing.T) {
 	}
 	for _, tt := range tests {
 		status, err := s.RejectOverdue(context.Background(), tt.in)
-		if err == nil || !strings.Contains(err.Error(), tt.want) || status != "" {
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !status.IsZero() {
 			t.Errorf("%s: RejectOverdue = %q, %v; want an error with %q", tt.name, status, err, tt.want)
 		}
 	}
@@ -138,8 +138,8 @@ func TestCompensationStart(t *testing.T) {
 		refused bool
 	}{
 		{state.ReservationCompensating, CompensateResult{}, false, false},
-		{state.ReservationCompensated, CompensateResult{Status: "COMPENSATED"}, true, false},
-		{state.ReservationManualReview, CompensateResult{Status: "MANUAL_REVIEW"}, true, false},
+		{state.ReservationCompensated, CompensateResult{Status: state.ReservationCompensated}, true, false},
+		{state.ReservationManualReview, CompensateResult{Status: state.ReservationManualReview}, true, false},
 		{state.ReservationReserved, CompensateResult{}, false, true},
 		{state.ReservationOrderCreated, CompensateResult{}, false, true},
 		{state.ReservationOrderRejected, CompensateResult{}, false, true},
@@ -160,7 +160,7 @@ func TestUnclaimedTask(t *testing.T) {
 		}
 	}
 	for _, st := range []state.Compensation{state.CompensationClaimed, state.CompensationPending, state.CompensationRetry} {
-		if got, err := unclaimedTask(st); got != "" || !errors.Is(err, ErrLeaseHeld) {
+		if got, err := unclaimedTask(st); !got.IsZero() || !errors.Is(err, ErrLeaseHeld) {
 			t.Errorf("unclaimedTask(%s) = %q, %v; want ErrLeaseHeld", st, got, err)
 		}
 	}

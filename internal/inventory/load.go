@@ -13,24 +13,26 @@ import (
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state"
 )
 
 // ReservationState is where a reservation stands in PostgreSQL: what a saga
 // resumed after its predecessor was lost carries on from.
 type ReservationState struct {
-	// Status is the reservation's status; empty when PostgreSQL has no row.
-	Status  string
+	// Status is the reservation's status; none when PostgreSQL has no row.
+	Status  state.Reservation
 	Reason  string
 	OrderID uuid.UUID
 	// OrderStatus and ExpiresAt are set when the reservation has an order.
-	OrderStatus string
+	OrderStatus state.Order
 	ExpiresAt   time.Time
 }
 
 // Load reads a reservation and its order.
 func (s *Store) Load(ctx context.Context, rid uuid.UUID) (ReservationState, error) {
 	var st ReservationState
-	var reason, orderStatus *string
+	var reason *string
+	var orderStatus *state.Order
 	var orderID *uuid.UUID
 	var expires *time.Time
 	err := s.pool.QueryRow(ctx, `

@@ -36,10 +36,10 @@ var errNotOverdue = errors.New("reservation not past its deadline yet")
 func (s *Store) RejectOverdue(ctx context.Context, in RejectInput) (state.Reservation, error) {
 	if in.Unseen != nil {
 		if err := in.Unseen.Validate(); err != nil {
-			return "", fmt.Errorf("reject %s: %w", in.ReservationID, err)
+			return state.Reservation{}, fmt.Errorf("reject %s: %w", in.ReservationID, err)
 		}
 		if in.Unseen.ReservationID != in.ReservationID {
-			return "", fmt.Errorf("reject %s: the Redis reservation is %s", in.ReservationID, in.Unseen.ReservationID)
+			return state.Reservation{}, fmt.Errorf("reject %s: the Redis reservation is %s", in.ReservationID, in.Unseen.ReservationID)
 		}
 	}
 	var status state.Reservation
@@ -60,7 +60,7 @@ func (s *Store) RejectOverdue(ctx context.Context, in RejectInput) (state.Reserv
 func rejectOverdueTx(ctx context.Context, tx pgx.Tx, in RejectInput) (state.Reservation, error) {
 	if m := in.Unseen; m != nil {
 		if err := Record(ctx, tx, *m); err != nil {
-			return "", err
+			return state.Reservation{}, err
 		}
 	}
 	var status state.Reservation
@@ -71,18 +71,18 @@ func rejectOverdueTx(ctx context.Context, tx pgx.Tx, in RejectInput) (state.Rese
 		FROM inventory_reservation WHERE reservation_id = $1 FOR UPDATE`, in.ReservationID, in.Grace.String()).
 		Scan(&status, &sub.ActivityID, &sub.SKUID, &overdue)
 	if err != nil {
-		return "", fmt.Errorf("lock reservation %s: %w", in.ReservationID, err)
+		return state.Reservation{}, fmt.Errorf("lock reservation %s: %w", in.ReservationID, err)
 	}
 	reject, err := overdueVerdict(status, overdue, in.Unseen != nil)
 	if err != nil {
-		return "", err
+		return state.Reservation{}, err
 	}
 	if !reject {
 		return status, nil
 	}
 	sub.ReservationID = in.ReservationID
 	if err := Reject(ctx, tx, sub, ReasonDeadline); err != nil {
-		return "", err
+		return state.Reservation{}, err
 	}
 	return state.ReservationOrderRejected, nil
 }

@@ -34,7 +34,7 @@ var ErrNoDecision = errors.New("reservation cannot be recorded in PostgreSQL")
 // moved on (an order made by another delivery, a rejection) is left as it is.
 func (s *Store) RejectUnprocessable(ctx context.Context, in UnprocessableInput) (state.Reservation, error) {
 	if err := in.Message.Validate(); err != nil {
-		return "", fmt.Errorf("reject %s as unprocessable: %w: %w", in.Message.ReservationID, ErrNoDecision, err)
+		return state.Reservation{}, fmt.Errorf("reject %s as unprocessable: %w: %w", in.Message.ReservationID, ErrNoDecision, err)
 	}
 	reason := unprocessableReason(in.Detail)
 	var status state.Reservation
@@ -58,7 +58,7 @@ func (s *Store) RejectUnprocessable(ctx context.Context, in UnprocessableInput) 
 		return nil
 	})
 	if err != nil {
-		return "", err
+		return state.Reservation{}, err
 	}
 	if status == state.ReservationOrderRejected {
 		s.log.ErrorContext(ctx, "order.rejected_unprocessable", "reservation_id", in.Message.ReservationID, "reason", reason)

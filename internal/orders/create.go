@@ -29,19 +29,21 @@ const ConsumerGroup = "order-create"
 // Outcome is the business result of Create.
 type Outcome string
 
-// Outcomes of Create. None of them is an error: they are decisions.
-const (
+// Outcomes of Create. None of them is an error: they are decisions. Three
+// are spelled as the reservation status they leave (variables: a state
+// status has no constant).
+var (
 	// OutcomeCreated: the order exists (now, or from an earlier delivery).
-	OutcomeCreated = Outcome(state.ReservationOrderCreated)
+	OutcomeCreated = Outcome(state.ReservationOrderCreated.String())
 	// OutcomeRejected: PostgreSQL durably rejected the reservation
 	// (ORDER_REJECTED + compensation_task + outbox in one transaction).
-	OutcomeRejected = Outcome(state.ReservationOrderRejected)
+	OutcomeRejected = Outcome(state.ReservationOrderRejected.String())
 	// OutcomeLate: the reservation was already compensated or cancelled
 	// before this message: no order, no second compensation.
 	OutcomeLate Outcome = "LATE_AFTER_COMPENSATION"
 	// OutcomeManual: automation cannot decide (e.g. same message_id with a
 	// different payload, or the reservation is under manual review).
-	OutcomeManual = Outcome(state.ReservationManualReview)
+	OutcomeManual = Outcome(state.ReservationManualReview.String())
 )
 
 // CreateResult is what Create decided.

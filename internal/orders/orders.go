@@ -55,10 +55,10 @@ func Status(ctx context.Context, db pg.Querier, orderID uuid.UUID) (state.Order,
 	var status state.Order
 	err := db.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1`, orderID).Scan(&status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrUnknown
+		return state.Order{}, ErrUnknown
 	}
 	if err != nil {
-		return "", fmt.Errorf("read order %s: %w", orderID, err)
+		return state.Order{}, fmt.Errorf("read order %s: %w", orderID, err)
 	}
 	return status, nil
 }

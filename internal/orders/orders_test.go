@@ -66,8 +66,8 @@ func TestStatus(t *testing.T) {
 		wantErr error
 	}{
 		{"found", func(dest ...any) error { *dest[0].(*state.Order) = state.OrderPaying; return nil }, state.OrderPaying, nil},
-		{"no row is ErrUnknown", func(...any) error { return pgx.ErrNoRows }, "", ErrUnknown},
-		{"database error is wrapped", func(...any) error { return boom }, "", boom},
+		{"no row is ErrUnknown", func(...any) error { return pgx.ErrNoRows }, state.Order{}, ErrUnknown},
+		{"database error is wrapped", func(...any) error { return boom }, state.Order{}, boom},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -105,7 +105,7 @@ func MarkFailed(ctx context.Context, db DB, owner string, id uuid.UUID, status s
 		UPDATE event_outbox SET status = $3, next_retry_at = clock_timestamp() + $4::interval,
 		       lease_owner = NULL, lease_until = NULL, last_error = $5
 		WHERE event_id = $1 AND status = 'SENDING' AND lease_owner = $2`,
-		id, owner, string(status), retryIn.String(), truncate(lastErr, 500)); err != nil {
+		id, owner, status.String(), retryIn.String(), truncate(lastErr, 500)); err != nil {
 		return fmt.Errorf("outbox %s → %s: %w", id, status, err)
 	}
 	return nil

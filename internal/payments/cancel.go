@@ -24,20 +24,20 @@ const paymentStartGuard = "30 seconds"
 // BeginCancel moves CREATED/PAYING → CANCEL_PENDING (docs/spec.md#payment-vs-cancel). With
 // requireExpired the move happens only once expires_at has passed (the
 // expiry path); a user's own cancel does not need it. While the buyer is
-// starting a payment at the provider it answers StatusPaymentStarting and
+// starting a payment at the provider it answers state.CancelPaymentStarting and
 // changes nothing, so that no provider transaction is created for an order
 // that is being cancelled. Otherwise it returns the order's status
 // afterwards: CANCEL_PENDING, or PAID/CANCELLED/... when it moved on.
-func (s *Store) BeginCancel(ctx context.Context, orderID uuid.UUID, requireExpired bool) (string, error) {
+func (s *Store) BeginCancel(ctx context.Context, orderID uuid.UUID, requireExpired bool) (state.Cancel, error) {
 	moved, err := orders.BeginCancel(ctx, s.pool, orderID, requireExpired, paymentStartGuard)
 	if err != nil {
-		return "", err
+		return state.Cancel{}, err
 	}
 	if moved {
 		if err := s.fp.Check(failpoint.AfterCancelPending); err != nil {
-			return "", err
+			return state.Cancel{}, err
 		}
-		return StatusCancelPending, nil
+		return state.CancelFound(state.OrderCancelPending), nil
 	}
 	var status state.Order
 	var starting bool
@@ -46,29 +46,28 @@ func (s *Store) BeginCancel(ctx context.Context, orderID uuid.UUID, requireExpir
 		                         AND i.updated_at > clock_timestamp() - $2::interval)
 		FROM orders o WHERE o.order_id = $1`, orderID, paymentStartGuard).Scan(&status, &starting)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrUnknownOrder
+		return state.Cancel{}, ErrUnknownOrder
 	}
 	if err != nil {
-		return "", fmt.Errorf("read order %s: %w", orderID, err)
+		return state.Cancel{}, fmt.Errorf("read order %s: %w", orderID, err)
 	}
 	return cancelAnswer(status, starting), nil
 }
 
 // cancelAnswer is BeginCancel's answer for an order it did not move, in
 // status, with a payment being started at the provider or not (starting):
-// StatusPaymentStarting for a CREATED or PAYING order whose payment is
-// starting (the cancel waits), the order's status otherwise.
-func cancelAnswer(status state.Order, starting bool) string {
+// state.CancelPaymentStarting for a CREATED or PAYING order whose payment
+// is starting (the cancel waits), the order's status otherwise.
+func cancelAnswer(status state.Order, starting bool) state.Cancel {
 	if starting && (status == state.OrderCreated || status == state.OrderPaying) {
-		return StatusPaymentStarting
+		return state.CancelPaymentStarting
 	}
-	return string(status)
+	return state.CancelFound(status)
 }
 
 // Status reads an order's status.
-func (s *Store) Status(ctx context.Context, orderID uuid.UUID) (string, error) {
-	status, err := orders.Status(ctx, s.pool, orderID)
-	return string(status), err
+func (s *Store) Status(ctx context.Context, orderID uuid.UUID) (state.Order, error) {
+	return orders.Status(ctx, s.pool, orderID)
 }
 
 // FinalCancel cancels a CANCEL_PENDING order that has no successful payment,
@@ -77,8 +76,8 @@ func (s *Store) Status(ctx context.Context, orderID uuid.UUID) (string, error) {
 // closed them or found none) and an ORDER_CANCELLED outbox event, in one
 // transaction. It returns the order's status afterwards (PAID if a payment
 // won the race).
-func (s *Store) FinalCancel(ctx context.Context, orderID uuid.UUID) (string, error) {
-	status := ""
+func (s *Store) FinalCancel(ctx context.Context, orderID uuid.UUID) (state.Order, error) {
+	var status state.Order
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		o, ok, err := orders.Cancel(ctx, tx, orderID)
 		if err != nil {
@@ -86,10 +85,10 @@ func (s *Store) FinalCancel(ctx context.Context, orderID uuid.UUID) (string, err
 		}
 		if !ok {
 			st, err := orders.Status(ctx, tx, orderID)
-			status = string(st)
+			status = st
 			return err
 		}
-		status = StatusCancelled
+		status = state.OrderCancelled
 		if err := inventory.Release(ctx, tx, inventory.SKU{ActivityID: o.ActivityID, SKUID: o.SKUID}, o.ReservationID, orderID); err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ import (
 //	              still PAYING; otherwise the caller closes the transaction and
 //	              never hands it to the buyer
 //
-// BeginCancel waits while an intent is CREATING (StatusPaymentStarting), so a
+// BeginCancel waits while an intent is CREATING (state.CancelPaymentStarting), so a
 // cancel and a payment start never cross: no provider transaction is handed
 // out for an order that is CANCEL_PENDING or later.
 
@@ -35,14 +35,14 @@ func (s *Store) BeginPayment(ctx context.Context, orderID uuid.UUID) (status str
 		var st state.Order
 		err := tx.QueryRow(ctx, `SELECT status, expires_at <= clock_timestamp() FROM orders WHERE order_id = $1 FOR UPDATE`,
 			orderID).Scan(&st, &expired)
-		status = string(st)
+		status = st.String()
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrUnknownOrder
 		}
 		if err != nil {
 			return fmt.Errorf("lock order %s: %w", orderID, err)
 		}
-		if refusal, refused := paymentRefusal(status, expired); refused {
+		if refusal, refused := paymentRefusal(st, expired); refused {
 			status = refusal
 			return nil
 		}
@@ -56,7 +56,7 @@ func (s *Store) BeginPayment(ctx context.Context, orderID uuid.UUID) (status str
 			WHERE payment_intent.status <> 'PAID'`, orderID, ProviderName); err != nil {
 			return fmt.Errorf("payment intent of %s → CREATING: %w", orderID, err)
 		}
-		status, ok = StatusPaying, true
+		status, ok = state.OrderPaying.String(), true
 		return nil
 	})
 	return status, ok, err
@@ -68,15 +68,17 @@ func (s *Store) BeginPayment(ctx context.Context, orderID uuid.UUID) (status str
 // provider and not hand it out.
 func (s *Store) OpenPayment(ctx context.Context, orderID uuid.UUID, provider, transactionID string) (status string, ok bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1 FOR UPDATE`, orderID).Scan(&status); err != nil {
+		var st state.Order
+		if err := tx.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1 FOR UPDATE`, orderID).Scan(&st); err != nil {
 			return fmt.Errorf("lock order %s: %w", orderID, err)
 		}
-		intent := startedIntent(status)
+		status = st.String()
+		intent := startedIntent(st)
 		if _, err := tx.Exec(ctx, `UPDATE payment_intent SET provider = $2, provider_transaction_id = $3, status = $4, updated_at = clock_timestamp()
 			WHERE order_id = $1 AND status IN ('CREATING', 'OPEN')`, orderID, provider, transactionID, intent); err != nil {
 			return fmt.Errorf("payment intent of %s → %s: %w", orderID, intent, err)
 		}
-		ok = status == StatusPaying
+		ok = st == state.OrderPaying
 		return nil
 	})
 	return status, ok, err
@@ -86,32 +88,32 @@ func (s *Store) OpenPayment(ctx context.Context, orderID uuid.UUID, provider, tr
 // not, can start a payment: only a CREATED or PAYING order not expired can.
 // Otherwise refused is true and status is BeginPayment's answer: the order's
 // status, or "EXPIRED" for a CREATED or PAYING order past expires_at.
-func paymentRefusal(orderStatus string, expired bool) (status string, refused bool) {
-	if orderStatus != StatusCreated && orderStatus != StatusPaying {
-		return orderStatus, true
+func paymentRefusal(orderStatus state.Order, expired bool) (status string, refused bool) {
+	if orderStatus != state.OrderCreated && orderStatus != state.OrderPaying {
+		return orderStatus.String(), true
 	}
 	if expired {
 		return "EXPIRED", true
 	}
-	return orderStatus, false
+	return orderStatus.String(), false
 }
 
 // startedIntent is the payment_intent status OpenPayment records for an
 // order found in orderStatus: OPEN if it is still PAYING, CLOSED otherwise
 // (the caller closes the transaction at the provider).
-func startedIntent(orderStatus string) string {
-	if orderStatus != StatusPaying {
-		return "CLOSED"
+func startedIntent(orderStatus state.Order) state.Intent {
+	if orderStatus != state.OrderPaying {
+		return state.IntentClosed
 	}
-	return "OPEN"
+	return state.IntentOpen
 }
 
 // Intent is a provider transaction this system started, still to be settled.
 type Intent struct {
 	OrderID       uuid.UUID
-	TransactionID string // empty while CREATING
-	Status        string // CREATING or OPEN
-	OrderStatus   string
+	TransactionID string       // empty while CREATING
+	Status        state.Intent // CREATING or OPEN
+	OrderStatus   state.Order
 	UpdatedAt     time.Time
 }
 
@@ -139,8 +141,8 @@ func (s *Store) UnsettledIntents(ctx context.Context, olderThan string, limit in
 // SettleIntent records what the provider said of an order's transaction:
 // CLOSED (closed or refunded there, or nothing there) or OPEN (still
 // payable: looked at again later). A PAID transaction is recorded by Record.
-func (s *Store) SettleIntent(ctx context.Context, orderID uuid.UUID, transactionID, status string) error {
-	if state.Intent(status) != state.IntentClosed && state.Intent(status) != state.IntentOpen {
+func (s *Store) SettleIntent(ctx context.Context, orderID uuid.UUID, transactionID string, status state.Intent) error {
+	if status != state.IntentClosed && status != state.IntentOpen {
 		return fmt.Errorf("settle payment intent of %s: status %q is not CLOSED or OPEN", orderID, status)
 	}
 	_, err := s.pool.Exec(ctx, `UPDATE payment_intent SET status = $3, provider_transaction_id = COALESCE(NULLIF($2, ''), provider_transaction_id),

@@ -51,11 +51,11 @@ func oweRefund(ctx context.Context, tx pgx.Tx, paymentID uuid.UUID) error {
 // BeginRefund moves a successful payment of a CANCELLED order to REFUNDING
 // (payment and order) and returns what to refund. A payment already
 // refunding or refunded is returned as is; a PAID order is never refunded here.
-func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, string, error) {
+func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, state.Payment, error) {
 	var r Refund
-	var status string
+	var status state.Payment
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var orderStatus string
+		var orderStatus state.Order
 		var paymentStatus state.Payment
 		var owed bool
 		err := tx.QueryRow(ctx, `
@@ -70,7 +70,7 @@ func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, s
 			return fmt.Errorf("read payment %s: %w", paymentID, err)
 		}
 		r.PaymentID = paymentID
-		status = string(paymentStatus)
+		status = paymentStatus
 		if paymentStatus != state.PaymentSuccess {
 			return nil
 		}
@@ -78,7 +78,7 @@ func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, s
 		case owed:
 			// Its order is cancelled or refunding, or a second payment of a
 			// paid order (given back, the order stays PAID): seckill_refund_owed.
-		case orderStatus == StatusPaid:
+		case orderStatus == state.OrderPaid:
 			// The payment that paid its order is never refunded here.
 			return fmt.Errorf("payment %s pays its %s order: %w", paymentID, orderStatus, ErrNotRefundable)
 		default:
@@ -91,7 +91,7 @@ func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, s
 		if err := orders.ToRefunding(ctx, tx, r.OrderID); err != nil {
 			return err
 		}
-		status = StatusRefunding
+		status = state.PaymentRefunding
 		return nil
 	})
 	return r, status, err

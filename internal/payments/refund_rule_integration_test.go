@@ -149,11 +149,11 @@ func TestRefundRuleCallers(t *testing.T) {
 		r, status, err := store.BeginRefund(ctx, ids[i])
 		switch {
 		case c.payment != state.PaymentSuccess:
-			if err != nil || status != string(c.payment) {
+			if err != nil || status != c.payment {
 				t.Errorf("%s = %s, %v; want %s as is", name, status, err, c.payment)
 			}
 		case c.owed:
-			if err != nil || status != payments.StatusRefunding || r.PaymentID != ids[i] || r.AmountCents != 100 {
+			if err != nil || status != state.PaymentRefunding || r.PaymentID != ids[i] || r.AmountCents != 100 {
 				t.Errorf("%s = %+v, %s, %v; want REFUNDING", name, r, status, err)
 			}
 		case c.order == state.OrderPaid:
@@ -202,17 +202,17 @@ func TestRefundRuleRecord(t *testing.T) {
 		outcome payments.Outcome
 		owed    bool
 	}{
-		{"created", state.OrderCreated, byNone, "", payments.Paid, false},
-		{"paying", state.OrderPaying, byNone, "", payments.Paid, false},
-		{"cancel pending", state.OrderCancelPending, byNone, "", payments.Paid, false},
+		{"created", state.OrderCreated, byNone, state.Payment{}, payments.Paid, false},
+		{"paying", state.OrderPaying, byNone, state.Payment{}, payments.Paid, false},
+		{"cancel pending", state.OrderCancelPending, byNone, state.Payment{}, payments.Paid, false},
 		{"paid, repeated callback", state.OrderPaid, bySelf, state.PaymentSuccess, payments.AlreadyPaid, false},
-		{"paid by another", state.OrderPaid, byOther, "", payments.DuplicatePayment, true},
+		{"paid by another", state.OrderPaid, byOther, state.Payment{}, payments.DuplicatePayment, true},
 		{"paid by another, repeated callback", state.OrderPaid, byOther, state.PaymentSuccess, payments.DuplicatePayment, true},
-		{"paid, no payment_id", state.OrderPaid, byNone, "", payments.AlreadyPaid, false},
-		{"cancelled", state.OrderCancelled, byNone, "", payments.PaidAfterCancel, true},
+		{"paid, no payment_id", state.OrderPaid, byNone, state.Payment{}, payments.AlreadyPaid, false},
+		{"cancelled", state.OrderCancelled, byNone, state.Payment{}, payments.PaidAfterCancel, true},
 		{"cancelled, repeated callback", state.OrderCancelled, byNone, state.PaymentSuccess, payments.PaidAfterCancel, true},
-		{"refunding", state.OrderRefunding, byNone, "", payments.AlreadyRefunding, true},
-		{"refunded", state.OrderRefunded, byNone, "", payments.AlreadyRefunding, true},
+		{"refunding", state.OrderRefunding, byNone, state.Payment{}, payments.AlreadyRefunding, true},
+		{"refunded", state.OrderRefunded, byNone, state.Payment{}, payments.AlreadyRefunding, true},
 		// Its refund begun (and its task gone): RecordTx writes none, the
 		// refund start and reconciliation see to it.
 		{"refunding, repeated callback of a refunding payment", state.OrderRefunding, byNone, state.PaymentRefunding, payments.AlreadyRefunding, false},
@@ -232,7 +232,7 @@ func TestRefundRuleRecord(t *testing.T) {
 			}
 			exec(t, pool, `INSERT INTO orders (order_id, activity_id, sku_id, user_id, request_id, reservation_id, amount_cents, status, expires_at, payment_id)
 				VALUES ($1, $2, 1, $3, gen_random_uuid(), gen_random_uuid(), 100, $4, now() + interval '1 hour', $5)`, orderID, activityID, i+1, c.order, orderPayment)
-			if c.payment != "" {
+			if !c.payment.IsZero() {
 				exec(t, pool, `INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, status, paid_at)
 					VALUES ($1, $2, $3, $4, 100, $5, now())`, pid, orderID, payments.ProviderName, txn, c.payment)
 			}

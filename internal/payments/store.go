@@ -25,22 +25,6 @@ import (
 	"github.com/seckill/seckill/state"
 )
 
-// Order statuses (orders.status) as the store's answers carry them: the
-// words of state.Order (the state package owns the vocabulary).
-const (
-	StatusCreated       = string(state.OrderCreated)
-	StatusPaying        = string(state.OrderPaying)
-	StatusCancelPending = string(state.OrderCancelPending)
-	StatusPaid          = string(state.OrderPaid)
-	StatusCancelled     = string(state.OrderCancelled)
-	StatusRefunding     = string(state.OrderRefunding)
-	StatusRefunded      = string(state.OrderRefunded)
-	// StatusPaymentStarting is BeginCancel's answer while the buyer is
-	// starting a payment at the provider (not an orders.status value): the
-	// cancel waits for it, so no provider transaction appears after it.
-	StatusPaymentStarting = "PAYMENT_STARTING"
-)
-
 // Errors of the store.
 var (
 	ErrUnknownOrder   = orders.ErrUnknown
@@ -85,7 +69,7 @@ const (
 type RecordResult struct {
 	Outcome       Outcome
 	PaymentID     uuid.UUID
-	OrderStatus   string
+	OrderStatus   state.Order
 	ReservationID uuid.UUID
 	ActivityID    int64
 	SKUID         int64
@@ -159,9 +143,9 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordRes
 		if err := payOrder(ctx, tx, ev, o, res.PaymentID); err != nil {
 			return res, err
 		}
-		res.Outcome, res.OrderStatus = Paid, StatusPaid
+		res.Outcome, res.OrderStatus = Paid, state.OrderPaid
 	case state.OrderPaid:
-		res.Outcome, res.OrderStatus = AlreadyPaid, StatusPaid
+		res.Outcome, res.OrderStatus = AlreadyPaid, state.OrderPaid
 		if o.PaymentID != nil && *o.PaymentID != res.PaymentID {
 			res.Outcome = DuplicatePayment
 			if err := outbox.Insert(ctx, tx, "PAYMENT", res.PaymentID, "DUPLICATE_PAYMENT", ev.OrderID.String(), map[string]any{
@@ -171,14 +155,14 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordRes
 			}
 		}
 	case state.OrderCancelled:
-		res.Outcome, res.OrderStatus = PaidAfterCancel, StatusCancelled
+		res.Outcome, res.OrderStatus = PaidAfterCancel, state.OrderCancelled
 		if err := outbox.Insert(ctx, tx, "PAYMENT", res.PaymentID, "PAYMENT_AFTER_CANCEL", ev.OrderID.String(), map[string]any{
 			"payment_id": res.PaymentID, "order_id": ev.OrderID, "transaction_id": ev.TransactionID, "amount_cents": ev.AmountCents,
 		}); err != nil {
 			return res, err
 		}
 	default: // REFUNDING, REFUNDED
-		res.Outcome, res.OrderStatus = AlreadyRefunding, string(o.Status)
+		res.Outcome, res.OrderStatus = AlreadyRefunding, o.Status
 	}
 	// Whether this payment is owed back is seckill_refund_owed's to say, on
 	// the order as this transaction left it (PaidAfterCancel,

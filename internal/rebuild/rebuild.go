@@ -167,7 +167,7 @@ func reservations(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, sk
 	for rows.Next() {
 		var rid, req, msg uuid.UUID
 		var user int64
-		var status string
+		var status state.Reservation
 		var order *uuid.UUID
 		var reservedAt, deadline time.Time
 		var released bool
@@ -177,7 +177,7 @@ func reservations(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, sk
 		k := sku.For(user)
 		c := &per[k.Bucket]
 		key := k.Reservation(rid.String())
-		fields := []any{"status", status, "mq_state", "PUBLISHED", "activity_id", k.ActivityID, "sku_id", k.SKUID,
+		fields := []any{"status", status.String(), "mq_state", "PUBLISHED", "activity_id", k.ActivityID, "sku_id", k.SKUID,
 			"user_id", user, "request_id", req.String(), "reservation_id", rid.String(), "message_id", msg.String(),
 			"schema_version", 1, "reserved_at_ms", reservedAt.UnixMilli(), "business_deadline_ms", deadline.UnixMilli(),
 			"send_attempts", 0, "last_error", "", "rebuilt", 1, "bucket", k.Bucket}
@@ -190,7 +190,7 @@ func reservations(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, sk
 		pipe.Set(ctx, k.Request(user, req.String()), rid.String(), ttl)
 		pipe.Set(ctx, k.User(user), rid.String(), ttl)
 		pipe.HSet(ctx, k.Holders(), strconv.FormatInt(user, 10), rid.String()+" "+req.String())
-		switch state.Reservation(status) {
+		switch status {
 		case state.ReservationReserved, state.ReservationOrderRejected, state.ReservationCompensating:
 			c.open++
 		case state.ReservationOrderCreated:

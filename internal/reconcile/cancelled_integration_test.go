@@ -10,6 +10,7 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/reconcile"
+	"github.com/seckill/seckill/state"
 )
 
 // cancelledWithoutProjection makes the purchase of issue 22 item 4: the order
@@ -28,7 +29,7 @@ func (r *rig) cancelledWithoutProjection(t *testing.T, user int64) (events.Order
 	if _, err := pay.BeginCancel(ctx, res.OrderID, false); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := pay.FinalCancel(ctx, res.OrderID); err != nil || st != payments.StatusCancelled {
+	if st, err := pay.FinalCancel(ctx, res.OrderID); err != nil || st != state.OrderCancelled {
 		t.Fatalf("final cancel: %s %v", st, err)
 	}
 	if st := r.rdb.HGet(ctx, r.k.Reservation(m.ReservationID.String()), "status").Val(); st != "RESERVED" {

@@ -34,7 +34,7 @@ func (r *Reconciler) orders(ctx context.Context, rep *Report, activityID int64) 
 	}
 	type open struct {
 		rid, oid uuid.UUID
-		status   string
+		status   state.Order
 		version  int64
 		expires  time.Time
 	}
@@ -50,7 +50,7 @@ func (r *Reconciler) orders(ctx context.Context, rep *Report, activityID int64) 
 		obj := "reservation:" + o.rid.String()
 		ev := map[string]any{"order_id": o.oid, "order_status": o.status, "expires_at": o.expires}
 		if r.sagas == nil {
-			r.manual(ctx, rep, LostSaga, obj, o.version, "order "+o.status+" past its payment deadline; no Temporal client to check its saga", ev)
+			r.manual(ctx, rep, LostSaga, obj, o.version, "order "+o.status.String()+" past its payment deadline; no Temporal client to check its saga", ev)
 			continue
 		}
 		running, runID, err := r.sagas.Running(ctx, o.rid)
@@ -58,11 +58,11 @@ func (r *Reconciler) orders(ctx context.Context, rep *Report, activityID int64) 
 			r.log.Warn("reconcile.saga_check_failed", "reservation_id", o.rid, "error", err)
 			continue // Temporal unreachable: the next run looks again
 		}
-		if _, lost := CheckOpenOrder(state.Order(o.status), o.expires, running, rep.Watermark); !lost {
+		if _, lost := CheckOpenOrder(o.status, o.expires, running, rep.Watermark); !lost {
 			// Its saga is on it (perhaps retrying an activity: the activity
 			// attempt alerts cover that); nothing to repair here.
 			rep.Anomalies = append(rep.Anomalies, Anomaly{Type: LostSaga, Object: obj, Action: ActionLeft,
-				Detail: "order " + o.status + " past its payment deadline; its saga is running", Evidence: ev})
+				Detail: "order " + o.status.String() + " past its payment deadline; its saga is running", Evidence: ev})
 			continue
 		}
 		ev["last_run_id"] = runID

@@ -46,7 +46,7 @@ func (r *Reconciler) refunds(ctx context.Context, rep *Report) error {
 	}
 	for _, o := range list {
 		ev := map[string]any{"order_id": o.orderID, "payment_status": o.status, "refund_task": nonEmpty(o.task, "ABSENT"), "attempts": o.attempts}
-		if o.task == string(state.RefundManual) {
+		if o.task == state.RefundManual.String() {
 			// Refused for good (HoldRefund): made due again it would fail the same way.
 			r.manual(ctx, rep, RefundOwed, "payment:"+o.paymentID.String(), o.attempts, "refund held for a person (refund_task MANUAL): see its last_error", ev)
 			continue
@@ -86,9 +86,9 @@ func (r *Reconciler) intents(ctx context.Context, rep *Report) error {
 			r.log.Warn("reconcile.provider_query_failed", "order_id", it.OrderID, "error", err)
 			continue // the provider is down: the next run asks again
 		}
-		cancelled := it.OrderStatus == payments.StatusCancelled || it.OrderStatus == payments.StatusRefunding || it.OrderStatus == payments.StatusRefunded
+		cancelled := it.OrderStatus == state.OrderCancelled || it.OrderStatus == state.OrderRefunding || it.OrderStatus == state.OrderRefunded
 		if found && p.Status == "PENDING" && !cancelled {
-			if err := store.SettleIntent(ctx, it.OrderID, p.TransactionID, "OPEN"); err != nil {
+			if err := store.SettleIntent(ctx, it.OrderID, p.TransactionID, state.IntentOpen); err != nil {
 				return err
 			}
 			continue // still payable and the order still waits for it
@@ -124,7 +124,7 @@ func (r *Reconciler) settleIntent(ctx context.Context, store *payments.Store, it
 			res, err := store.Record(ctx, c.Evidence)
 			return "paid at the provider while closing: " + string(res.Outcome), err
 		}
-		return "closed at the provider now", store.SettleIntent(ctx, it.OrderID, p.TransactionID, "CLOSED")
+		return "closed at the provider now", store.SettleIntent(ctx, it.OrderID, p.TransactionID, state.IntentClosed)
 	}
-	return "closed at the provider (" + nonEmpty(string(p.Status), "no transaction") + ")", store.SettleIntent(ctx, it.OrderID, p.TransactionID, "CLOSED")
+	return "closed at the provider (" + nonEmpty(string(p.Status), "no transaction") + ")", store.SettleIntent(ctx, it.OrderID, p.TransactionID, state.IntentClosed)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/paysim"
+	"github.com/seckill/seckill/state"
 )
 
 // Callbacks give up after a while and nothing else asked the provider:
@@ -104,7 +105,7 @@ func TestReconcileAsksTheProviderAndOwesRefunds(t *testing.T) {
 	if !refundOwed {
 		t.Errorf("the unrefunded payment on a cancelled order was not found: %+v", rep.Anomalies)
 	}
-	if st, _ := store.Status(ctx, paid); st != payments.StatusPaid {
+	if st, _ := store.Status(ctx, paid); st != state.OrderPaid {
 		t.Errorf("order paid at the provider is %s, want PAID", st)
 	}
 	if p, err := client.Get(ctx, openTxn); err != nil || p.Status != paysim.StatusClosed {

@@ -269,7 +269,7 @@ func (r *Reconciler) autoKeyed(ctx context.Context, rep *Report, typ, object str
 	}
 	a := Anomaly{Type: typ, Object: object, RepairID: RepairID(typ, object, version, idTarget), Evidence: ev}
 	r.m.Anomaly.WithLabelValues(typ).Inc()
-	first, err := r.record(ctx, a, version, target, "PENDING")
+	first, err := r.record(ctx, a, version, target, state.RepairPending)
 	switch {
 	case err != nil:
 		a.Action, a.Detail = ActionRepairFailed, err.Error()
@@ -277,13 +277,13 @@ func (r *Reconciler) autoKeyed(ctx context.Context, rep *Report, typ, object str
 		a.Action = ActionAlreadyRecorded
 	default:
 		detail, err := do()
-		status := "APPLIED"
+		status := state.RepairApplied
 		a.Action, a.Detail = ActionRepaired, detail
 		if err != nil {
 			// FAILED, not MANUAL: the next run retries it under the same repair_id.
-			status, a.Action, a.Detail = "FAILED", ActionRepairFailed, err.Error()
+			status, a.Action, a.Detail = state.RepairFailed, ActionRepairFailed, err.Error()
 		}
-		if uerr := repairs.Finish(ctx, r.pool, a.RepairID, state.Repair(status), a.Detail); uerr != nil {
+		if uerr := repairs.Finish(ctx, r.pool, a.RepairID, status, a.Detail); uerr != nil {
 			r.log.Error("reconcile.repair_update_failed", "repair_id", a.RepairID, "error", uerr)
 		}
 		if err == nil {
@@ -299,7 +299,7 @@ func (r *Reconciler) manual(ctx context.Context, rep *Report, typ, object string
 	a := Anomaly{Type: typ, Object: object, RepairID: RepairID(typ, object, version, "MANUAL"), Detail: detail, Evidence: ev, Action: ActionManual}
 	r.m.Anomaly.WithLabelValues(typ).Inc()
 	r.m.Manual.WithLabelValues(typ).Inc()
-	if first, err := r.record(ctx, a, version, "MANUAL", "MANUAL"); err != nil {
+	if first, err := r.record(ctx, a, version, "MANUAL", state.RepairManual); err != nil {
 		a.Detail += " (not recorded: " + err.Error() + ")"
 	} else if !first {
 		a.Action = ActionAlreadyRecorded
@@ -311,10 +311,10 @@ func (r *Reconciler) manual(ctx context.Context, rep *Report, typ, object string
 // record writes the repair_task of an anomaly; true means this run owns the
 // repair: it recorded it first, or takes over one that FAILED before or was
 // left PENDING by a run that died (older than staleRepair).
-func (r *Reconciler) record(ctx context.Context, a Anomaly, version int64, target, status string) (bool, error) {
+func (r *Reconciler) record(ctx context.Context, a Anomaly, version int64, target string, status state.Repair) (bool, error) {
 	objType, objID, _ := strings.Cut(a.Object, ":")
 	return repairs.Claim(ctx, r.pool, repairs.Entry{RepairID: a.RepairID, ObjectType: strings.ToUpper(objType), ObjectID: objID,
-		Rule: "RECONCILE:" + a.Type, ExpectedVersion: version, Target: target, Status: state.Repair(status), Operator: "reconciler",
+		Rule: "RECONCILE:" + a.Type, ExpectedVersion: version, Target: target, Status: status, Operator: "reconciler",
 		Reason: nonEmpty(a.Detail, a.Type), Evidence: a.Evidence, Before: nonEmpty(a.Detail, a.Type)}, staleRepair)
 }
 

@@ -70,7 +70,11 @@ func (r *Reconciler) reservations(ctx context.Context, sku lua.SKU, rep *Report)
 	}
 	for i, x := range list {
 		s, _ := cmds[i].Val()[0].(string)
-		redisStatus := state.Reservation(s)
+		redisStatus, err := redisReservation(s)
+		if err != nil {
+			r.log.Error("reconcile.bad_redis_reservation", "reservation_id", x.id, "error", err)
+			continue
+		}
 		fd, found := CheckStored(x.facts(redisStatus), rep.Watermark)
 		if !found {
 			continue
@@ -103,17 +107,17 @@ func (r *Reconciler) repairStored(ctx context.Context, typ string, x resRow, red
 		return r.rebuildProjection(ctx, x.k, x, redisStatus)
 	case CompensationStall:
 		c, err := r.stores.Inventory.Compensate(ctx, comp, leaseOwner())
-		return c.Status + " " + c.Reason, err
+		return c.Status.String() + " " + c.Reason, err
 	case ReleaseMissing:
 		p, err := r.stores.Inventory.ReleaseRedis(ctx, inventory.ReleaseInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket})
 		return fmt.Sprintf("release.lua %d %s", p.Code, p.Text), counterMissing(p, err)
 	case DeadlinePassed:
 		st, err := r.stores.Inventory.RejectOverdue(ctx, inventory.RejectInput{ReservationID: x.id, Grace: r.watermark})
 		if err != nil || st != state.ReservationOrderRejected {
-			return string(st), err
+			return st.String(), err
 		}
 		c, err := r.stores.Inventory.Compensate(ctx, comp, leaseOwner())
-		return "ORDER_REJECTED then " + c.Status + " " + c.Reason, err
+		return "ORDER_REJECTED then " + c.Status.String() + " " + c.Reason, err
 	}
 	return "", fmt.Errorf("no repair for %s", typ)
 }
@@ -130,7 +134,7 @@ func (r *Reconciler) rebuildProjection(ctx context.Context, k lua.Keys, x resRow
 		return fmt.Sprintf("order_created.lua %d %s", p.Code, p.Text), counterMissing(p, err)
 	}
 	key := k.Reservation(x.id.String())
-	if err := r.rdb.HSet(ctx, key, "status", string(state.ReservationOrderCreated), "reservation_id", x.id.String(), "order_id", x.orderID.String(),
+	if err := r.rdb.HSet(ctx, key, "status", state.ReservationOrderCreated.String(), "reservation_id", x.id.String(), "order_id", x.orderID.String(),
 		"rebuilt_by", "reconcile").Err(); err != nil {
 		return "", err
 	}
@@ -145,4 +149,13 @@ func counterMissing(p inventory.ProjectionResult, err error) error {
 		return errors.New("the SKU's Redis counter is missing: rebuild it (seckill redis rebuild), the next run repairs this")
 	}
 	return err
+}
+
+// redisReservation is the status field of a reservation's Redis hash: ""
+// (no hash, or no field) is none; any other text must be a status.
+func redisReservation(s string) (state.Reservation, error) {
+	if s == "" {
+		return state.Reservation{}, nil
+	}
+	return state.ParseReservation(s)
 }

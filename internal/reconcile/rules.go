@@ -39,7 +39,7 @@ type Finding struct {
 // CheckStored is the PostgreSQL-side rule: what a reservation PostgreSQL
 // holds, unchanged since watermark, says about its Redis side.
 func CheckStored(f Facts, watermark time.Time) (Finding, bool) {
-	if f.PG == "" || !f.Changed.Before(watermark) {
+	if f.PG.IsZero() || !f.Changed.Before(watermark) {
 		return Finding{}, false
 	}
 	redis := f.Redis
@@ -49,25 +49,25 @@ func CheckStored(f Facts, watermark time.Time) (Finding, bool) {
 			return Finding{Type: PaidButCompensated, Manual: true,
 				Detail: "order PAID in PostgreSQL, reservation COMPENSATED in Redis: freeze and decide by hand"}, true
 		}
-		if redis == "" || redis == state.ReservationReserved {
-			return Finding{Type: ProjectionBehind, Target: string(state.ReservationOrderCreated),
+		if redis.IsZero() || redis == state.ReservationReserved {
+			return Finding{Type: ProjectionBehind, Target: state.ReservationOrderCreated.String(),
 				Detail: "order in PostgreSQL, Redis reservation " + orGone(redis) + ": the projection is rebuilt"}, true
 		}
 	case state.ReservationOrderRejected, state.ReservationCompensating:
-		return Finding{Type: CompensationStall, Target: string(state.ReservationCompensated),
-			Detail: "reservation " + string(f.PG) + " and its unit not yet given back: the standard compensation"}, true
+		return Finding{Type: CompensationStall, Target: state.ReservationCompensated.String(),
+			Detail: "reservation " + f.PG.String() + " and its unit not yet given back: the standard compensation"}, true
 	case state.ReservationCancelled:
 		if f.HasOrder && (redis == state.ReservationOrderCreated || redis == state.ReservationReserved) {
-			return Finding{Type: ReleaseMissing, Target: string(state.ReservationCancelled),
-				Detail: "order cancelled in PostgreSQL, Redis still " + string(redis) + " holds its unit: the standard release"}, true
+			return Finding{Type: ReleaseMissing, Target: state.ReservationCancelled.String(),
+				Detail: "order cancelled in PostgreSQL, Redis still " + redis.String() + " holds its unit: the standard release"}, true
 		}
 	case state.ReservationCompensated:
-		if redis != "" && redis != state.ReservationCompensated {
-			return Finding{Type: CompensatedDiffers, Manual: true, Detail: "COMPENSATED in PostgreSQL, " + string(redis) + " in Redis"}, true
+		if !redis.IsZero() && redis != state.ReservationCompensated {
+			return Finding{Type: CompensatedDiffers, Manual: true, Detail: "COMPENSATED in PostgreSQL, " + redis.String() + " in Redis"}, true
 		}
 	case state.ReservationReserved:
 		if f.Deadline.Before(watermark) {
-			return Finding{Type: DeadlinePassed, Target: string(state.ReservationOrderRejected),
+			return Finding{Type: DeadlinePassed, Target: state.ReservationOrderRejected.String(),
 				Detail: "RESERVED in PostgreSQL past its business deadline: durable rejection, then compensation"}, true
 		}
 	}
@@ -81,10 +81,10 @@ func CheckUnsent(f Facts, watermark time.Time) (Finding, bool) {
 	if f.Redis != state.ReservationReserved || f.RedisDeadline.IsZero() || !f.RedisDeadline.Before(watermark) {
 		return Finding{}, false
 	}
-	if f.PG != "" && f.PG != state.ReservationReserved {
+	if !f.PG.IsZero() && f.PG != state.ReservationReserved {
 		return Finding{}, false // PostgreSQL decided: CheckStored's
 	}
-	return Finding{Type: UnsentPastDeadline, Target: string(state.ReservationCompensated),
+	return Finding{Type: UnsentPastDeadline, Target: state.ReservationCompensated.String(),
 		Detail: "RESERVED in Redis past its business deadline, " + orGone(f.PG) + " in PostgreSQL: durable rejection, then compensation"}, true
 }
 
@@ -109,13 +109,13 @@ func CheckOpenOrder(order state.Order, expires time.Time, sagaRunning bool, wate
 	if order != state.OrderCreated && order != state.OrderPaying && order != state.OrderCancelPending || !expires.Before(watermark) || sagaRunning {
 		return Finding{}, false
 	}
-	return Finding{Type: LostSaga, Target: string(state.OrderCancelled),
-		Detail: "order " + string(order) + " past its payment deadline and no saga runs for it: the saga is resumed from PostgreSQL"}, true
+	return Finding{Type: LostSaga, Target: state.OrderCancelled.String(),
+		Detail: "order " + order.String() + " past its payment deadline and no saga runs for it: the saga is resumed from PostgreSQL"}, true
 }
 
 func orGone(s state.Reservation) string {
-	if s == "" {
+	if s.IsZero() {
 		return "ABSENT"
 	}
-	return string(s)
+	return s.String()
 }

@@ -68,7 +68,7 @@ func (r *Reconciler) unsettledPage(ctx context.Context, k lua.Keys, rep *Report,
 	cutoff := rep.Watermark.UnixMilli()
 	for _, c := range cmds {
 		h := c.Val()
-		if len(h) == 0 || state.Reservation(h["status"]) != state.ReservationReserved {
+		if len(h) == 0 || h["status"] != state.ReservationReserved.String() {
 			continue // settled, or gone (the scanner counts it missing)
 		}
 		deadline, err := strconv.ParseInt(h["business_deadline_ms"], 10, 64)
@@ -96,12 +96,12 @@ func (r *Reconciler) unsettledPage(ctx context.Context, k lua.Keys, rep *Report,
 	for _, id := range ids {
 		pgStatus := known[id]
 		f := overdue[id]
-		fd, found := CheckUnsent(Facts{PG: pgStatus, Redis: state.Reservation(f.Status), RedisDeadline: time.UnixMilli(f.DeadlineMS)}, rep.Watermark)
+		fd, found := CheckUnsent(Facts{PG: pgStatus, Redis: state.ReservationReserved, RedisDeadline: time.UnixMilli(f.DeadlineMS)}, rep.Watermark)
 		if !found {
 			continue // PostgreSQL decided; the PostgreSQL-side loop repairs Redis
 		}
 		m := f.Message()
-		ev := map[string]any{"pg_status": nonEmpty(string(pgStatus), "ABSENT"), "redis_status": f.Status, "mq_state": f.MQState,
+		ev := map[string]any{"pg_status": nonEmpty(pgStatus.String(), "ABSENT"), "redis_status": f.Status, "mq_state": f.MQState,
 			"send_attempts": f.SendAttempts, "business_deadline": time.UnixMilli(f.DeadlineMS).UTC()}
 		r.auto(ctx, rep, fd.Type, "reservation:"+id.String(), 0, fd.Target, ev, func() (string, error) {
 			st, err := r.stores.Inventory.RejectOverdue(ctx, inventory.RejectInput{ReservationID: id, Grace: r.watermark, Unseen: &m})
@@ -111,10 +111,10 @@ func (r *Reconciler) unsettledPage(ctx context.Context, k lua.Keys, rep *Report,
 			case st == state.ReservationReserved:
 				return "", errors.New("not past its deadline by the database clock yet: retried next run")
 			case st != state.ReservationOrderRejected:
-				return "reservation is " + string(st) + ": decided meanwhile, left to its saga", nil
+				return "reservation is " + st.String() + ": decided meanwhile, left to its saga", nil
 			}
 			c, err := r.stores.Inventory.Compensate(ctx, inventory.CompensateInput{ReservationID: id, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: k.Bucket}, leaseOwner())
-			return "ORDER_REJECTED then " + c.Status + " " + c.Reason, err
+			return "ORDER_REJECTED then " + c.Status.String() + " " + c.Reason, err
 		})
 	}
 	return len(rids), nil

@@ -100,8 +100,8 @@ func Apply(ctx context.Context, tx pgx.Tx, req Request) (Result, error) {
 		return out, err
 	}
 	out.Before = stateText(resStatus, taskStatus)
-	if orderStatus != "" {
-		out.Before += " order=" + string(orderStatus)
+	if !orderStatus.IsZero() {
+		out.Before += " order=" + orderStatus.String()
 	}
 	refuse := req.validate()
 	if refuse == "" {
@@ -129,21 +129,22 @@ func Apply(ctx context.Context, tx pgx.Tx, req Request) (Result, error) {
 }
 
 // lockSubject locks the reservation and reads its task's and order's status
-// ("ABSENT" when PostgreSQL has no reservation).
+// (the zero status, read as ABSENT, when PostgreSQL has no reservation or
+// none of the others).
 func lockSubject(ctx context.Context, tx pgx.Tx, rid uuid.UUID) (state.Reservation, state.Compensation, state.Order, error) {
 	var resStatus state.Reservation
 	var taskStatus state.Compensation
 	var orderStatus state.Order
 	err := tx.QueryRow(ctx, `
-		SELECT r.status, COALESCE(t.status, ''), COALESCE(o.status, '')
+		SELECT r.status, t.status, o.status
 		FROM inventory_reservation r LEFT JOIN compensation_task t ON t.reservation_id = r.reservation_id
 		LEFT JOIN orders o ON o.order_id = r.order_id
 		WHERE r.reservation_id = $1 FOR UPDATE OF r`, rid).Scan(&resStatus, &taskStatus, &orderStatus)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "ABSENT", "", "", nil
+		return state.Reservation{}, state.Compensation{}, state.Order{}, nil
 	}
 	if err != nil {
-		return "", "", "", fmt.Errorf("read state for repair: %w", err)
+		return state.Reservation{}, state.Compensation{}, state.Order{}, fmt.Errorf("read state for repair: %w", err)
 	}
 	return resStatus, taskStatus, orderStatus, nil
 }
@@ -153,18 +154,18 @@ func refusal(action string, resStatus state.Reservation, taskStatus state.Compen
 	switch action {
 	case RetryCompensation, MarkResolved:
 		if resStatus != state.ReservationManualReview {
-			return fmt.Sprintf("reservation is %s, %s applies only in MANUAL_REVIEW", resStatus, action)
+			return fmt.Sprintf("reservation is %s, %s applies only in MANUAL_REVIEW", reservationText(resStatus), action)
 		}
 		if action == RetryCompensation && taskStatus != state.CompensationManual {
 			return fmt.Sprintf("compensation task is %q, retry-compensation needs MANUAL", taskStatus)
 		}
 	case ForceCancelUnpaid:
 		if resStatus != state.ReservationOrderCreated || (orderStatus != state.OrderCreated && orderStatus != state.OrderPaying) {
-			return fmt.Sprintf("reservation %s with order %q: force-cancel-unpaid needs an ORDER_CREATED reservation whose order is CREATED or PAYING", resStatus, orderStatus)
+			return fmt.Sprintf("reservation %s with order %q: force-cancel-unpaid needs an ORDER_CREATED reservation whose order is CREATED or PAYING", reservationText(resStatus), orderStatus)
 		}
 	case RebuildProjection:
 		if resStatus != state.ReservationOrderCreated {
-			return fmt.Sprintf("reservation is %s, rebuild-projection needs ORDER_CREATED", resStatus)
+			return fmt.Sprintf("reservation is %s, rebuild-projection needs ORDER_CREATED", reservationText(resStatus))
 		}
 	}
 	return ""
@@ -196,10 +197,18 @@ func recordedManual(ctx context.Context, tx pgx.Tx, repairID string, rid uuid.UU
 func IDUsable(id string) bool { return strings.TrimSpace(id) != "" && len(id) <= 128 }
 
 func stateText(reservation state.Reservation, task state.Compensation) string {
-	if task == "" {
-		return "reservation=" + string(reservation)
+	if task.IsZero() {
+		return "reservation=" + reservationText(reservation)
 	}
-	return "reservation=" + string(reservation) + " compensation_task=" + string(task)
+	return "reservation=" + reservationText(reservation) + " compensation_task=" + task.String()
+}
+
+// reservationText is r's text, ABSENT for none (PostgreSQL has no row).
+func reservationText(r state.Reservation) string {
+	if r.IsZero() {
+		return "ABSENT"
+	}
+	return r.String()
 }
 
 // clip cuts s to at most n bytes (a refused value recorded for audit must fit its column).

@@ -109,13 +109,11 @@ func (r *Reserver) heal(ctx context.Context, activityID, userID int64, held []lu
 // Redis status (empty: no hash) is COMPENSATED or CANCELLED, or there is no
 // hash and the claim is older than grace.
 func stale(status string, h lua.Hold, now time.Time, grace time.Duration) bool {
-	switch state.Reservation(status) {
-	case state.ReservationCompensated, state.ReservationCancelled:
-		return true
-	case "":
+	if status == "" {
 		return now.Sub(time.UnixMilli(h.ClaimedAtMS)) >= grace
 	}
-	return false
+	st, err := state.ParseReservation(status)
+	return err == nil && (st == state.ReservationCompensated || st == state.ReservationCancelled)
 }
 
 // keepsHold reports whether reserve.lua's reply holds the reservation the

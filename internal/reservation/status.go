@@ -45,8 +45,18 @@ func ClientStatus(reservationStatus state.Reservation) string {
 	case state.ReservationManualReview:
 		return "UNDER_REVIEW"
 	default:
-		return string(reservationStatus)
+		return reservationStatus.String()
 	}
+}
+
+// clientStatusOf is ClientStatus of a status read as text (a Redis hash
+// field): a text that is no reservation status is answered as it is.
+func clientStatusOf(text string) string {
+	st, err := state.ParseReservation(text)
+	if err != nil {
+		return text
+	}
+	return ClientStatus(st)
 }
 
 // StatusReader reads a reservation from the Redis projection, falling back
@@ -101,7 +111,7 @@ func redisView(h []any, userID int64, rid uuid.UUID) (View, error) {
 		return View{}, ErrNotFound
 	}
 	st, _ := h[1].(string)
-	v := View{ReservationID: rid, ReservationStatus: st, Status: ClientStatus(state.Reservation(st)), Source: "redis"}
+	v := View{ReservationID: rid, ReservationStatus: st, Status: clientStatusOf(st), Source: "redis"}
 	if ms, err := strconv.ParseInt(fmt.Sprint(h[2]), 10, 64); err == nil {
 		v.BusinessDeadline = time.UnixMilli(ms).UTC()
 	}
@@ -153,8 +163,8 @@ func (s *StatusReader) fromPostgres(ctx context.Context, userID, activityID, sku
 // its order's status (nil without an order): once its order moved on from
 // CREATED (PAID, CANCELLED, ...), the order's status; ClientStatus otherwise.
 func clientStatusWithOrder(reservationStatus string, orderStatus *string) string {
-	if orderStatus != nil && state.Reservation(reservationStatus) == state.ReservationOrderCreated && state.Order(*orderStatus) != state.OrderCreated {
+	if orderStatus != nil && reservationStatus == state.ReservationOrderCreated.String() && *orderStatus != state.OrderCreated.String() {
 		return *orderStatus
 	}
-	return ClientStatus(state.Reservation(reservationStatus))
+	return clientStatusOf(reservationStatus)
 }

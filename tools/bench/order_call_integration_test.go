@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -34,7 +34,7 @@ func callScript(t *testing.T) (PGBenchScript, string, string, *pgxpool.Pool) {
 		VALUES ($1, $2, $3, 1000, 1000)`, activity, sku, orderPrice); err != nil {
 		t.Fatal(err)
 	}
-	ps := PGBenchScript{ActivityID: activity, SKUID: sku, PriceCents: orderPrice, ConsumerGroup: activities.OrderConsumerGroup,
+	ps := PGBenchScript{ActivityID: activity, SKUID: sku, PriceCents: orderPrice, ConsumerGroup: orders.ConsumerGroup,
 		Topic: Topic, PayloadHash: make([]byte, 32), OutboxPayload: []byte(`{"a":1}`), PaymentTimeoutSeconds: 900}
 	text, err := ps.CallText()
 	if err != nil {

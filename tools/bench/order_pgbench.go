@@ -13,7 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/inbox"
+	"github.com/seckill/seckill/internal/orders"
 )
 
 // pgbench legs: the baseline (a) and CreateOrder's one statement (a').
@@ -93,9 +94,9 @@ func (e *orderEnv) writePGBenchScript(dir string, kind int, sku int64) (string, 
 	if err != nil {
 		return "", err
 	}
-	hash := activities.PayloadHash(sampleMessage(e.activity, sku, 1, time.Now()))
+	hash := inbox.PayloadHash(sampleMessage(e.activity, sku, 1, time.Now()))
 	ps := PGBenchScript{ActivityID: e.activity, SKUID: sku, PriceCents: orderPrice,
-		ConsumerGroup: activities.OrderConsumerGroup, Topic: Topic, PayloadHash: hash, OutboxPayload: payload,
+		ConsumerGroup: orders.ConsumerGroup, Topic: Topic, PayloadHash: hash, OutboxPayload: payload,
 		PaymentTimeoutSeconds: 900}
 	text, err := ps.Text()
 	if kind == legReplay {

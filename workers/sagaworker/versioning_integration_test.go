@@ -26,6 +26,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/paysim"
+	"github.com/seckill/seckill/state"
 	"github.com/seckill/seckill/workers/sagaworker"
 	"github.com/seckill/seckill/workflows"
 )
@@ -168,7 +169,7 @@ func (r *versioningRig) awaitOrder(ctx context.Context, t *testing.T, m events.O
 		if err := v.Get(&st); err != nil {
 			return err
 		}
-		if st.Status != workflows.StatusOrderCreated {
+		if st.Status != state.SagaOrderCreated {
 			return fmt.Errorf("status %s", st.Status)
 		}
 		return nil
@@ -186,8 +187,8 @@ func (r *versioningRig) cancel(ctx context.Context, t *testing.T, m events.Order
 	if err := r.tc.GetWorkflow(ctx, id, "").Get(ctx, &st); err != nil {
 		t.Fatalf("saga %s: %v", id, err)
 	}
-	if st.Status != workflows.StatusCancelled {
-		t.Fatalf("saga %s ended %s, want %s (steps %q)", id, st.Status, workflows.StatusCancelled, st.Steps)
+	if st.Status != state.SagaCancelled {
+		t.Fatalf("saga %s ended %s, want %s (steps %q)", id, st.Status, state.SagaCancelled, st.Steps)
 	}
 }
 

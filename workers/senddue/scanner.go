@@ -286,7 +286,7 @@ func (s *Scanner) pending(ctx context.Context, k lua.Keys, rid uuid.UUID, ridTex
 		s.log.Error("senddue.bad_reservation", "reservation_id", ridText, "error", err)
 		return f, false
 	}
-	if state.Reservation(f.Status) != state.ReservationReserved {
+	if f.Status != state.ReservationReserved.String() {
 		// Settled (an order projected, or the unit compensated) by a path that
 		// did not take it out of send_due (a hash rebuilt by reconciliation).
 		s.rdb.ZRem(ctx, k.SendDue(), ridText)

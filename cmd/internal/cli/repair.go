@@ -66,7 +66,7 @@ func newRepairApplyCmd() *cobra.Command {
 			switch out.Status {
 			case state.RepairApplied:
 				return nil
-			case "":
+			case state.Repair{}:
 				return fmt.Errorf("the saga did not record repair %s within %s: look at its steps (seckill explain %s)", out.RepairID, wait, rid)
 			}
 			return fmt.Errorf("repair %s %s: %s", out.RepairID, out.Status, out.Result)
@@ -83,7 +83,7 @@ func newRepairApplyCmd() *cobra.Command {
 }
 
 func printRepair(w io.Writer, out app.RepairOutcome) error {
-	status := string(out.Status)
+	status := out.Status.String()
 	if status == "" {
 		status = "NOT RECORDED YET"
 	}
