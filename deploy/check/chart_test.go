@@ -41,6 +41,8 @@ func configVars() (known map[string]bool, secrets []string) {
 			}
 		}
 	}
+	// The PostgreSQL driver reads the libpq variables too (pgconn.ParseConfig).
+	known["PGSSLMODE"] = true
 	return known, secrets
 }
 
@@ -182,6 +184,9 @@ func checkConfig(t *testing.T, objs []object) {
 			if slices.Contains(secrets, k) || k == "SECKILL_PG_DSN" {
 				t.Errorf("ConfigMap %s holds the secret %s", name, k)
 			}
+		}
+		if cm.Data["PGSSLMODE"] != "require" {
+			t.Errorf("ConfigMap %s: PGSSLMODE=%q, want require (a DSN without sslmode is refused in production)", name, cm.Data["PGSSLMODE"])
 		}
 		if cm.Data["SECKILL_ENV"] != "production" || cm.Data["SECKILL_METRICS_ADDR"] != "0.0.0.0:9464" {
 			t.Errorf("ConfigMap %s: SECKILL_ENV=%q SECKILL_METRICS_ADDR=%q", name, cm.Data["SECKILL_ENV"], cm.Data["SECKILL_METRICS_ADDR"])

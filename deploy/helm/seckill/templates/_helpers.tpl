@@ -48,6 +48,9 @@ SECKILL_ENV SECKILL_HTTP_ADDR SECKILL_METRICS_ADDR
 SECKILL_ENV: production
 SECKILL_HTTP_ADDR: "0.0.0.0:8080"
 SECKILL_METRICS_ADDR: {{ printf "0.0.0.0:%d" (int .Values.metrics.port) | quote }}
+{{- with .Values.postgres }}{{ if .sslmode }}
+PGSSLMODE: {{ .sslmode | quote }}
+{{- end }}{{ end }}
 {{- range $k, $v := .Values.config }}
 {{- if ne (toString $v) "" }}
 {{ $k }}: {{ toString $v | quote }}
