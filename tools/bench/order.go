@@ -208,6 +208,9 @@ func orderActivity(o OrderOptions, now time.Time) sale.Activity {
 			{SKUID: orderSKUSagas, Stock: int64(o.Sagas) + 1000, PriceCents: orderPrice},
 			{SKUID: orderSKUReplay, Stock: sale.MaxStock, PriceCents: orderPrice},
 		},
+		// The legs reuse user ids from SKU to SKU: the order transaction's
+		// per-user cap (docs/spec.md#user-cap) must not refuse them.
+		MaxPerUser: 4,
 	}
 }
 

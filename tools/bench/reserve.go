@@ -199,6 +199,9 @@ func reserveActivity(o ReserveOptions, now time.Time) sale.Activity {
 	if o.FixedRateDuration > 0 {
 		a.SKUs = append(a.SKUs, sale.SKU{SKUID: benchSKUFixed, Stock: httpStock})
 	}
+	// The cases reuse user ids from SKU to SKU: the per-user cap (docs/spec.md#user-cap)
+	// must not turn a sold-out answer into SALE_LIMIT_REACHED. Its hold is still claimed.
+	a.MaxPerUser = len(a.SKUs)
 	return a
 }
 
