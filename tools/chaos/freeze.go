@@ -140,8 +140,10 @@ func (c *Cluster) freeze(ctx context.Context, comp string, o KillOptions, row *P
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	var probing sync.WaitGroup
 	probing.Add(1)
-	go func() { defer probing.Done(); c.probe(probeCtx) }()
+	// The window opens before the prober's first request: one sent before
+	// `at` and held by the freeze would count for no window at all.
 	at := time.Now()
+	go func() { defer probing.Done(); c.probe(probeCtx) }()
 	if err := signal(syscall.SIGSTOP); err != nil {
 		_ = signal(syscall.SIGCONT)
 		stopProbe()
