@@ -25,6 +25,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -119,7 +120,7 @@ func TestSameMessageTenThousandTimesConcurrently(t *testing.T) {
 	m := r.reserve(t, 1)
 	const n = 10000
 	var wg sync.WaitGroup
-	results := make([]activities.CreateOrderResult, n)
+	results := make([]steps.CreateOrderResult, n)
 	errs := make([]error, n)
 	sem := make(chan struct{}, 64)
 	for i := range n {
@@ -137,7 +138,7 @@ func TestSameMessageTenThousandTimesConcurrently(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("delivery %d: %v", i, errs[i])
 		}
-		if results[i].Outcome != activities.OutcomeCreated || results[i].OrderID != orders.ID(m.ReservationID) {
+		if results[i].Outcome != steps.OutcomeCreated || results[i].OrderID != orders.ID(m.ReservationID) {
 			t.Fatalf("delivery %d: %+v", i, results[i])
 		}
 		if !results[i].Duplicate {
@@ -174,13 +175,13 @@ func TestSameMessageTenThousandTimesConcurrently(t *testing.T) {
 func TestSameMessageIDDifferentPayloadIsManual(t *testing.T) {
 	r := newRig(t, 10, 10)
 	m := r.reserve(t, 1)
-	if res, err := r.acts.CreateOrder(context.Background(), m); err != nil || res.Outcome != activities.OutcomeCreated {
+	if res, err := r.acts.CreateOrder(context.Background(), m); err != nil || res.Outcome != steps.OutcomeCreated {
 		t.Fatal(res, err)
 	}
 	forged := m
 	forged.UserID = 999
 	res, err := r.acts.CreateOrder(context.Background(), forged)
-	if err != nil || res.Outcome != activities.OutcomeManual || res.Reason != activities.ReasonPayloadConflict {
+	if err != nil || res.Outcome != steps.OutcomeManual || res.Reason != steps.ReasonPayloadConflict {
 		t.Fatalf("forged duplicate = %+v, %v", res, err)
 	}
 	if got := r.count(t, `SELECT count(*) FROM orders WHERE user_id = 999`); got != 0 {
@@ -202,13 +203,13 @@ func TestPGStockExhaustedCompensatesRedisOnceEach(t *testing.T) {
 			t.Fatal(err)
 		}
 		switch res.Outcome {
-		case activities.OutcomeCreated:
-			if p, err := r.acts.ProjectOrderCreated(ctx, activities.ProjectionInput{ReservationID: m.ReservationID, OrderID: res.OrderID,
+		case steps.OutcomeCreated:
+			if p, err := r.acts.ProjectOrderCreated(ctx, steps.ProjectionInput{ReservationID: m.ReservationID, OrderID: res.OrderID,
 				ActivityID: m.ActivityID, SKUID: m.SKUID}); err != nil || p.Code != 1 {
 				t.Fatalf("projection = %+v, %v", p, err)
 			}
-		case activities.OutcomeRejected:
-			if res.Reason != activities.ReasonStockExhausted {
+		case steps.OutcomeRejected:
+			if res.Reason != steps.ReasonStockExhausted {
 				t.Fatalf("rejected for %s", res.Reason)
 			}
 			rejected = append(rejected, m)
@@ -234,7 +235,7 @@ func TestPGStockExhaustedCompensatesRedisOnceEach(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: rejected[0].ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID})
+			c, err := r.acts.Compensate(ctx, steps.CompensateInput{ReservationID: rejected[0].ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -272,7 +273,7 @@ func TestPGStockExhaustedCompensatesRedisOnceEach(t *testing.T) {
 	}
 	wg.Wait()
 	// The second rejected one compensates normally.
-	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: rejected[1].ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); err != nil || c.Status != state.ReservationCompensated {
+	if c, err := r.acts.Compensate(ctx, steps.CompensateInput{ReservationID: rejected[1].ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); err != nil || c.Status != state.ReservationCompensated {
 		t.Fatalf("second compensation = %+v, %v", c, err)
 	}
 	initial, avail, open, committed := r.redisCounters(t)
@@ -295,11 +296,11 @@ func TestCompensationWithMissingRedisKeyNeverAddsStock(t *testing.T) {
 	r := newRig(t, 0, 1)
 	ctx := context.Background()
 	m := r.reserve(t, 1)
-	if res, _ := r.acts.CreateOrder(ctx, m); res.Outcome != activities.OutcomeRejected {
+	if res, _ := r.acts.CreateOrder(ctx, m); res.Outcome != steps.OutcomeRejected {
 		t.Fatalf("outcome %v", res.Outcome)
 	}
 	r.rdb.Del(ctx, r.k.Reservation(m.ReservationID.String())) // e.g. lost in a failover
-	c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID})
+	c, err := r.acts.Compensate(ctx, steps.CompensateInput{ReservationID: m.ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID})
 	if err != nil || c.Status != state.ReservationManualReview || c.LuaCode != -1 {
 		t.Fatalf("compensate = %+v, %v", c, err)
 	}
@@ -320,7 +321,7 @@ func TestCommitOutcomeUnknownResolvesByInbox(t *testing.T) {
 	testenv.RequireFailpoints(t)
 	r.fp.Arm(failpoint.DuringCommitResponse, 1)
 	res, err := r.acts.CreateOrder(context.Background(), m)
-	if err != nil || res.Outcome != activities.OutcomeCreated || !res.Duplicate {
+	if err != nil || res.Outcome != steps.OutcomeCreated || !res.Duplicate {
 		t.Fatalf("after lost commit answer = %+v, %v; want the committed result read back", res, err)
 	}
 	if got := r.count(t, `SELECT count(*) FROM compensation_task`); got != 0 {
@@ -340,7 +341,7 @@ func TestCommitOutcomeUnknownResolvesByInbox(t *testing.T) {
 	if got := r.count(t, `SELECT count(*) FROM consumer_inbox WHERE message_id = $1`, m2.MessageID); got != 0 {
 		t.Fatal("rolled-back transaction left an inbox row")
 	}
-	if res, err := r.acts.CreateOrder(context.Background(), m2); err != nil || res.Outcome != activities.OutcomeCreated || res.Duplicate {
+	if res, err := r.acts.CreateOrder(context.Background(), m2); err != nil || res.Outcome != steps.OutcomeCreated || res.Duplicate {
 		t.Fatalf("retry = %+v, %v", res, err)
 	}
 	if _, avail, occ, _ := r.stock(t); avail != 3 || occ != 2 {
@@ -369,7 +370,7 @@ func TestOrderTransactionRollsBackAtEachInnerFailpoint(t *testing.T) {
 			t.Fatalf("%s: stock %d/%d after the rollback", fp, avail, occ)
 		}
 		res, err := r.acts.CreateOrder(ctx, m)
-		if err != nil || res.Outcome != activities.OutcomeCreated || res.Duplicate || res.ExpiresAt.IsZero() {
+		if err != nil || res.Outcome != steps.OutcomeCreated || res.Duplicate || res.ExpiresAt.IsZero() {
 			t.Fatalf("%s: retry = %+v, %v", fp, res, err)
 		}
 		var payload map[string]any
@@ -395,7 +396,7 @@ func TestInnerFailpointWaitsForItsPoint(t *testing.T) {
 	testenv.RequireFailpoints(t)
 	ctx := context.Background()
 	m1 := r.reserve(t, 1)
-	if res, err := r.acts.CreateOrder(ctx, m1); err != nil || res.Outcome != activities.OutcomeCreated {
+	if res, err := r.acts.CreateOrder(ctx, m1); err != nil || res.Outcome != steps.OutcomeCreated {
 		t.Fatal(res, err)
 	}
 	r.fp.Arm(failpoint.AfterPGStockDecrement, 1)
@@ -406,7 +407,7 @@ func TestInnerFailpointWaitsForItsPoint(t *testing.T) {
 	if _, err := r.acts.CreateOrder(ctx, m2); !errors.Is(err, failpoint.ErrInjected) {
 		t.Fatalf("the next order = %v, want the failpoint there", err)
 	}
-	if res, err := r.acts.CreateOrder(ctx, m2); err != nil || res.Outcome != activities.OutcomeCreated || res.Duplicate {
+	if res, err := r.acts.CreateOrder(ctx, m2); err != nil || res.Outcome != steps.OutcomeCreated || res.Duplicate {
 		t.Fatalf("retry = %+v, %v", res, err)
 	}
 }
@@ -424,7 +425,7 @@ func TestLateMessageAfterDurableRejection(t *testing.T) {
 	}
 	_, availBefore, _, _ := r.redisCounters(t)
 	res, err := r.acts.CreateOrder(ctx, m)
-	if err != nil || res.Outcome != activities.OutcomeLate {
+	if err != nil || res.Outcome != steps.OutcomeLate {
 		t.Fatalf("late message = %+v, %v", res, err)
 	}
 	if r.count(t, `SELECT count(*) FROM orders`) != 0 || r.count(t, `SELECT count(*) FROM compensation_task`) != 0 {
@@ -443,7 +444,7 @@ func TestDeadlinePassedIsDurablyRejected(t *testing.T) {
 	m := r.reserve(t, 1)
 	m.BusinessDeadline = m.ReservedAt.Add(time.Millisecond) // hard deadline long gone
 	res, err := r.acts.CreateOrder(context.Background(), m)
-	if err != nil || res.Outcome != activities.OutcomeRejected || res.Reason != activities.ReasonDeadline {
+	if err != nil || res.Outcome != steps.OutcomeRejected || res.Reason != steps.ReasonDeadline {
 		t.Fatalf("= %+v, %v", res, err)
 	}
 	if r.count(t, `SELECT count(*) FROM compensation_task`) != 1 || r.count(t, `SELECT count(*) FROM event_outbox WHERE event_type = 'RESERVATION_COMPENSATE_REQUIRED'`) != 1 {
@@ -455,14 +456,14 @@ func TestSecondOrderOfAUserRestoresStockInTransaction(t *testing.T) {
 	r := newRig(t, 5, 5)
 	ctx := context.Background()
 	m1 := r.reserve(t, 1)
-	if res, _ := r.acts.CreateOrder(ctx, m1); res.Outcome != activities.OutcomeCreated {
+	if res, _ := r.acts.CreateOrder(ctx, m1); res.Outcome != steps.OutcomeCreated {
 		t.Fatal(res)
 	}
 	// Redis lost its user guard (failover): the same user got a second reservation.
 	r.rdb.Del(ctx, r.k.User(1))
 	m2 := r.reserve(t, 1)
 	res, err := r.acts.CreateOrder(ctx, m2)
-	if err != nil || res.Outcome != activities.OutcomeRejected || res.Reason != inventory.ReasonDuplicateOrder {
+	if err != nil || res.Outcome != steps.OutcomeRejected || res.Reason != steps.ReasonDuplicateOrder {
 		t.Fatalf("second order = %+v, %v", res, err)
 	}
 	if initial, avail, occ, sold := r.stock(t); avail != 4 || occ != 1 || initial != avail+occ+sold {
@@ -474,11 +475,11 @@ func TestRepairActionsAreValidatedRecordedAndIdempotent(t *testing.T) {
 	r := newRig(t, 0, 2) // PostgreSQL has no stock: the first reservation is rejected
 	ctx := context.Background()
 	stuck := r.reserve(t, 1)
-	if res, _ := r.acts.CreateOrder(ctx, stuck); res.Outcome != activities.OutcomeRejected {
+	if res, _ := r.acts.CreateOrder(ctx, stuck); res.Outcome != steps.OutcomeRejected {
 		t.Fatal(res)
 	}
 	r.rdb.Del(ctx, r.k.Reservation(stuck.ReservationID.String()))
-	if c, _ := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: stuck.ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); c.Status != state.ReservationManualReview {
+	if c, _ := r.acts.Compensate(ctx, steps.CompensateInput{ReservationID: stuck.ReservationID, ActivityID: r.k.ActivityID, SKUID: r.k.SKUID}); c.Status != state.ReservationManualReview {
 		t.Fatal(c)
 	}
 	// An order waiting for payment, for the actions that need one.
@@ -486,26 +487,26 @@ func TestRepairActionsAreValidatedRecordedAndIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	open := r.reserve(t, 2)
-	if res, _ := r.acts.CreateOrder(ctx, open); res.Outcome != activities.OutcomeCreated {
+	if res, _ := r.acts.CreateOrder(ctx, open); res.Outcome != steps.OutcomeCreated {
 		t.Fatal(res)
 	}
-	req := func(rid uuid.UUID, action, id string) activities.RepairRequest {
-		return activities.RepairRequest{Action: action, RepairID: id, Operator: "alice", Reason: "INC-7: evidence in ticket", ReservationID: rid}
+	req := func(rid uuid.UUID, action, id string) steps.RepairRequest {
+		return steps.RepairRequest{Action: action, RepairID: id, Operator: "alice", Reason: "INC-7: evidence in ticket", ReservationID: rid}
 	}
 	cases := []struct {
 		name     string
-		req      activities.RepairRequest
+		req      steps.RepairRequest
 		accepted bool
 		reason   string
 	}{
 		{"unknown action", req(stuck.ReservationID, "drop-table", "a1"), false, "unknown action"},
-		{"no operator", activities.RepairRequest{Action: activities.RepairMarkResolved, RepairID: "a2", Reason: "x", ReservationID: stuck.ReservationID}, false, "operator is required"},
-		{"retry on wrong state", req(open.ReservationID, activities.RepairRetryCompensation, "a3"), false, "applies only in MANUAL_REVIEW"},
-		{"force cancel on wrong state", req(stuck.ReservationID, activities.RepairForceCancelUnpaid, "a4"), false, "force-cancel-unpaid needs"},
-		{"rebuild projection on wrong state", req(stuck.ReservationID, activities.RepairRebuildProjection, "a5"), false, "rebuild-projection needs"},
-		{"force cancel unpaid order", req(open.ReservationID, activities.RepairForceCancelUnpaid, "a6"), true, ""},
-		{"rebuild projection", req(open.ReservationID, activities.RepairRebuildProjection, "a7"), true, ""},
-		{"retry compensation", req(stuck.ReservationID, activities.RepairRetryCompensation, "a8"), true, ""},
+		{"no operator", steps.RepairRequest{Action: steps.RepairMarkResolved, RepairID: "a2", Reason: "x", ReservationID: stuck.ReservationID}, false, "operator is required"},
+		{"retry on wrong state", req(open.ReservationID, steps.RepairRetryCompensation, "a3"), false, "applies only in MANUAL_REVIEW"},
+		{"force cancel on wrong state", req(stuck.ReservationID, steps.RepairForceCancelUnpaid, "a4"), false, "force-cancel-unpaid needs"},
+		{"rebuild projection on wrong state", req(stuck.ReservationID, steps.RepairRebuildProjection, "a5"), false, "rebuild-projection needs"},
+		{"force cancel unpaid order", req(open.ReservationID, steps.RepairForceCancelUnpaid, "a6"), true, ""},
+		{"rebuild projection", req(open.ReservationID, steps.RepairRebuildProjection, "a7"), true, ""},
+		{"retry compensation", req(stuck.ReservationID, steps.RepairRetryCompensation, "a8"), true, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -533,7 +534,7 @@ func TestRepairActionsAreValidatedRecordedAndIdempotent(t *testing.T) {
 		t.Fatalf("after retry-compensation: reservation %s task %s", resStatus, taskStatus)
 	}
 	// The same repair_id again changes nothing and says so.
-	again, err := r.acts.ApplyRepair(ctx, req(stuck.ReservationID, activities.RepairRetryCompensation, "a8"))
+	again, err := r.acts.ApplyRepair(ctx, req(stuck.ReservationID, steps.RepairRetryCompensation, "a8"))
 	if err != nil || !again.Duplicate || !again.Accepted {
 		t.Fatalf("repeat = %+v, %v", again, err)
 	}

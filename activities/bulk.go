@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/repairs"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // BulkRepair holds the activities of the bulk repair workflow: list the
@@ -34,7 +35,7 @@ type BulkRepair struct {
 
 // ResumeRepair sends req to m's saga, starting it again from PostgreSQL when
 // it does not run (workflows.RepairSaga; activities cannot import workflows).
-type ResumeRepair func(ctx context.Context, m events.OrderCreateRequested, req RepairRequest) error
+type ResumeRepair func(ctx context.Context, m events.OrderCreateRequested, req steps.RepairRequest) error
 
 // NewBulkRepair returns the activities; every argument is required.
 func NewBulkRepair(pool *pgxpool.Pool, tc client.Client, resume ResumeRepair) (*BulkRepair, error) {
@@ -127,7 +128,7 @@ func (b *BulkRepair) CheckRepair(ctx context.Context, workflowID, action string)
 
 // SignalRepair sends the repair signal to a running saga. A saga that ended
 // meanwhile is reported, not an error.
-func (b *BulkRepair) SignalRepair(ctx context.Context, workflowID string, req RepairRequest) (bool, error) {
+func (b *BulkRepair) SignalRepair(ctx context.Context, workflowID string, req steps.RepairRequest) (bool, error) {
 	err := b.tc.SignalWorkflow(ctx, workflowID, "", RepairSignal, req)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
@@ -159,9 +160,9 @@ type BulkBatch struct {
 // it goes once none of them runs. It heartbeats its
 // position: a retried attempt carries on from there (signalling again would
 // be harmless: the repair_ids are fixed).
-func (b *BulkRepair) RepairBatch(ctx context.Context, in BulkBatch) ([]repairs.BulkItem, error) {
+func (b *BulkRepair) RepairBatch(ctx context.Context, in BulkBatch) ([]steps.BulkItem, error) {
 	pace := time.Duration(float64(time.Second) / max(in.PerSecond, 0.001))
-	out := make([]repairs.BulkItem, 0, len(in.WorkflowIDs))
+	out := make([]steps.BulkItem, 0, len(in.WorkflowIDs))
 	start := 0
 	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &start, &out)
@@ -175,7 +176,7 @@ func (b *BulkRepair) RepairBatch(ctx context.Context, in BulkBatch) ([]repairs.B
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, i+1, out)
 		}
-		if it.Outcome == repairs.BulkApplied {
+		if it.Outcome == steps.BulkApplied {
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
@@ -186,7 +187,7 @@ func (b *BulkRepair) RepairBatch(ctx context.Context, in BulkBatch) ([]repairs.B
 	return out, nil
 }
 
-func (b *BulkRepair) repairOne(ctx context.Context, in BulkBatch, id string) (repairs.BulkItem, error) {
+func (b *BulkRepair) repairOne(ctx context.Context, in BulkBatch, id string) (steps.BulkItem, error) {
 	it, err := b.decide(ctx, in, id)
 	if err != nil || it.Outcome != "" {
 		return it, err
@@ -197,24 +198,24 @@ func (b *BulkRepair) repairOne(ctx context.Context, in BulkBatch, id string) (re
 // decide checks the repair of one saga against PostgreSQL: the item comes
 // back REFUSED (with the reason), WOULD_APPLY (a dry run) or with no outcome
 // yet (to be sent).
-func (b *BulkRepair) decide(ctx context.Context, in BulkBatch, id string) (repairs.BulkItem, error) {
-	it := repairs.BulkItem{WorkflowID: id}
+func (b *BulkRepair) decide(ctx context.Context, in BulkBatch, id string) (steps.BulkItem, error) {
+	it := steps.BulkItem{WorkflowID: id}
 	refuse, err := b.CheckRepair(ctx, id, in.Action)
 	switch {
 	case err != nil:
 		return it, err
 	case refuse != "":
-		it.Outcome, it.Reason = repairs.BulkRefused, refuse
+		it.Outcome, it.Reason = steps.BulkRefused, refuse
 	case in.DryRun:
-		it.Outcome = repairs.BulkWouldApply
+		it.Outcome = steps.BulkWouldApply
 	}
 	return it, nil
 }
 
 // send sends the repair decide let through: APPLIED, or SKIPPED when the
 // saga no longer runs (with Resume, it is started again instead).
-func (b *BulkRepair) send(ctx context.Context, in BulkBatch, it repairs.BulkItem) (repairs.BulkItem, error) {
-	req := RepairRequest{Action: in.Action, RepairID: in.RepairIDPrefix + it.WorkflowID, Operator: in.Operator, Reason: in.Reason}
+func (b *BulkRepair) send(ctx context.Context, in BulkBatch, it steps.BulkItem) (steps.BulkItem, error) {
+	req := steps.RepairRequest{Action: in.Action, RepairID: in.RepairIDPrefix + it.WorkflowID, Operator: in.Operator, Reason: in.Reason}
 	if in.Resume {
 		return b.resumeOne(ctx, it, req)
 	}
@@ -222,19 +223,19 @@ func (b *BulkRepair) send(ctx context.Context, in BulkBatch, it repairs.BulkItem
 	if err != nil {
 		return it, err
 	}
-	it.Outcome = repairs.BulkApplied
+	it.Outcome = steps.BulkApplied
 	if !sent {
-		it.Outcome, it.Reason = repairs.BulkSkipped, "the saga is not running any more"
+		it.Outcome, it.Reason = steps.BulkSkipped, "the saga is not running any more"
 	}
 	return it, nil
 }
 
 // resumeOne sends req to the saga of it, starting it again from PostgreSQL
 // if it does not run.
-func (b *BulkRepair) resumeOne(ctx context.Context, it repairs.BulkItem, req RepairRequest) (repairs.BulkItem, error) {
+func (b *BulkRepair) resumeOne(ctx context.Context, it steps.BulkItem, req steps.RepairRequest) (steps.BulkItem, error) {
 	rid, err := uuid.Parse(strings.TrimPrefix(it.WorkflowID, reservationPrefix))
 	if err != nil {
-		it.Outcome, it.Reason = repairs.BulkRefused, "not a reservation saga: "+it.WorkflowID
+		it.Outcome, it.Reason = steps.BulkRefused, "not a reservation saga: "+it.WorkflowID
 		return it, nil
 	}
 	m, err := inventory.Message(ctx, b.pool, rid)
@@ -244,6 +245,6 @@ func (b *BulkRepair) resumeOne(ctx context.Context, it repairs.BulkItem, req Rep
 	if err := b.resume(ctx, m, req); err != nil {
 		return it, err
 	}
-	it.Outcome = repairs.BulkApplied
+	it.Outcome = steps.BulkApplied
 	return it, nil
 }

@@ -7,17 +7,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/seckill/seckill/internal/repairs"
-)
-
-// BulkItem is what a bulk repair did to one saga (bulk_repair_item).
-type BulkItem = repairs.BulkItem
-
-// Outcomes of one saga in a bulk repair.
-const (
-	BulkApplied    = repairs.BulkApplied
-	BulkWouldApply = repairs.BulkWouldApply
-	BulkRefused    = repairs.BulkRefused
-	BulkSkipped    = repairs.BulkSkipped
+	"github.com/seckill/seckill/state/steps"
 )
 
 // BulkSlice is one activity's share of a page of a bulk repair: the sagas
@@ -44,19 +34,19 @@ type BulkTally struct {
 func (t BulkTally) Repaired() int { return t.Applied + t.Would }
 
 // Add counts one item.
-func (t *BulkTally) Add(it repairs.BulkItem) {
+func (t *BulkTally) Add(it steps.BulkItem) {
 	switch it.Outcome {
-	case repairs.BulkApplied:
+	case steps.BulkApplied:
 		t.Applied++
-	case repairs.BulkWouldApply:
+	case steps.BulkWouldApply:
 		t.Would++
-	case repairs.BulkRefused:
+	case steps.BulkRefused:
 		t.Refused++
 		if t.RefusedByReason == nil {
 			t.RefusedByReason = map[string]int{}
 		}
 		t.RefusedByReason[it.Reason]++
-	case repairs.BulkSkipped:
+	case steps.BulkSkipped:
 		t.Skipped++
 	}
 }

@@ -10,20 +10,14 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill/internal/inventory"
-)
-
-type (
-	// CompensateInput names the reservation whose Redis unit is given back.
-	CompensateInput = inventory.CompensateInput
-	// CompensateResult is the end of one compensation attempt.
-	CompensateResult = inventory.CompensateResult
+	"github.com/seckill/seckill/state/steps"
 )
 
 // Compensate gives a rejected reservation's unit back to Redis exactly once
 // (inventory.Store.Compensate), the task's lease owned by this attempt.
 // A reservation PostgreSQL holds no rejection for is refused for good
 // (ErrTypeRefused): the saga takes it to manual review instead of retrying.
-func (a *Activities) Compensate(ctx context.Context, in CompensateInput) (CompensateResult, error) {
+func (a *Activities) Compensate(ctx context.Context, in steps.CompensateInput) (steps.CompensateResult, error) {
 	res, err := a.inv.Compensate(ctx, in, leaseOwner(ctx, in.ReservationID))
 	return res, refused(err, inventory.ErrNotCompensable)
 }

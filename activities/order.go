@@ -5,40 +5,13 @@ import (
 
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/inventory"
-	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/state"
-)
-
-// The order step's vocabulary is the order store's (internal/orders); the
-// names the workflows need are repeated here, because workflows import only
-// activities, state and internal/events.
-type (
-	// CreateOrderResult is what CreateOrder decided.
-	CreateOrderResult = orders.CreateResult
-	// UnprocessableInput names a reservation whose order transaction failed for good.
-	UnprocessableInput = inventory.UnprocessableInput
-)
-
-// Outcomes of CreateOrder (orders.Outcome*).
-var (
-	OutcomeCreated  = orders.OutcomeCreated
-	OutcomeRejected = orders.OutcomeRejected
-	OutcomeLate     = orders.OutcomeLate
-	OutcomeManual   = orders.OutcomeManual
-)
-
-// Rejection reasons recorded in inventory_reservation.reason_code.
-const (
-	ReasonDeadline        = inventory.ReasonDeadline
-	ReasonStockExhausted  = inventory.ReasonStockExhausted
-	ReasonPayloadConflict = inventory.ReasonPayloadConflict
-	ReasonUnprocessable   = inventory.ReasonUnprocessable
-	ReasonUserCap         = inventory.ReasonUserCap
+	"github.com/seckill/seckill/state/steps"
 )
 
 // CreateOrder runs the order transaction (orders.Store.Create): inbox first,
 // conditional stock, one order per user, outbox, commit-unknown resolution.
-func (a *Activities) CreateOrder(ctx context.Context, m events.OrderCreateRequested) (CreateOrderResult, error) {
+func (a *Activities) CreateOrder(ctx context.Context, m events.OrderCreateRequested) (steps.CreateOrderResult, error) {
 	return a.orders.Create(ctx, m)
 }
 
@@ -52,7 +25,7 @@ func (a *Activities) RejectOverdue(ctx context.Context, in inventory.RejectInput
 // failed for good (inventory.Store.RejectUnprocessable) and returns its
 // status afterwards; a message PostgreSQL cannot record is refused for good
 // (ErrTypeRefused).
-func (a *Activities) RejectUnprocessable(ctx context.Context, in UnprocessableInput) (state.Reservation, error) {
+func (a *Activities) RejectUnprocessable(ctx context.Context, in steps.UnprocessableInput) (state.Reservation, error) {
 	st, err := a.inv.RejectUnprocessable(ctx, in)
 	return st, refused(err, inventory.ErrNoDecision)
 }

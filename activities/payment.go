@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 func (a *Activities) payments() (*payments.Store, error) {
@@ -42,37 +43,20 @@ func (a *Activities) BeginCancel(ctx context.Context, in CancelInput) (state.Can
 	return st.BeginCancel(ctx, in.OrderID, in.RequireExpired)
 }
 
-type (
-	// Refund is a payment to give back (the refund workflow's step input).
-	Refund = payments.Refund
-	// RecordResult says what recording a payment did.
-	RecordResult = payments.RecordResult
-)
-
-// Close outcomes (payments.Close*).
-const (
-	CloseClosed    = payments.CloseClosed
-	CloseNoPayment = payments.CloseNoPayment
-	ClosePaid      = payments.ClosePaid
-)
-
-// CloseResult is what the provider said when asked to close.
-type CloseResult = payments.CloseResult
-
 // CloseAtProvider asks the provider about the order's payment (query, then
 // close; payments.CloseAt). It runs outside any transaction; retries are safe.
-func (a *Activities) CloseAtProvider(ctx context.Context, orderID uuid.UUID) (CloseResult, error) {
+func (a *Activities) CloseAtProvider(ctx context.Context, orderID uuid.UUID) (steps.CloseResult, error) {
 	if _, err := a.payments(); err != nil {
-		return CloseResult{}, err
+		return steps.CloseResult{}, err
 	}
 	return payments.CloseAt(ctx, a.provider, orderID, a.log)
 }
 
 // RecordPayment records provider evidence (the same transaction the callback runs).
-func (a *Activities) RecordPayment(ctx context.Context, ev payments.Evidence) (payments.RecordResult, error) {
+func (a *Activities) RecordPayment(ctx context.Context, ev steps.Evidence) (steps.RecordResult, error) {
 	st, err := a.payments()
 	if err != nil {
-		return payments.RecordResult{}, err
+		return steps.RecordResult{}, err
 	}
 	res, err := st.Record(ctx, ev)
 	if err == nil {
@@ -95,10 +79,10 @@ func (a *Activities) FinalCancel(ctx context.Context, orderID uuid.UUID) (state.
 }
 
 // BeginRefund moves a payment of a cancelled order to REFUNDING.
-func (a *Activities) BeginRefund(ctx context.Context, paymentID uuid.UUID) (payments.Refund, error) {
+func (a *Activities) BeginRefund(ctx context.Context, paymentID uuid.UUID) (steps.Refund, error) {
 	st, err := a.payments()
 	if err != nil {
-		return payments.Refund{}, err
+		return steps.Refund{}, err
 	}
 	r, _, err := st.BeginRefund(ctx, paymentID)
 	return r, refused(err, payments.ErrNotRefundable)
@@ -120,7 +104,7 @@ func (a *Activities) HoldRefund(ctx context.Context, in HoldRefundInput) error {
 }
 
 // RefundAtProvider refunds at the provider with the payment's fixed refund id.
-func (a *Activities) RefundAtProvider(ctx context.Context, r payments.Refund) error {
+func (a *Activities) RefundAtProvider(ctx context.Context, r steps.Refund) error {
 	if _, err := a.payments(); err != nil {
 		return err
 	}
@@ -131,7 +115,7 @@ func (a *Activities) RefundAtProvider(ctx context.Context, r payments.Refund) er
 }
 
 // FinishRefund records the refund in PostgreSQL.
-func (a *Activities) FinishRefund(ctx context.Context, r payments.Refund) error {
+func (a *Activities) FinishRefund(ctx context.Context, r steps.Refund) error {
 	st, err := a.payments()
 	if err != nil {
 		return err

@@ -6,14 +6,7 @@ import (
 
 	"github.com/seckill/seckill/internal/platform/skuloop"
 	"github.com/seckill/seckill/internal/reconcile"
-)
-
-type (
-	// ReconcileInput is the Reconcile activity's input.
-	ReconcileInput = reconcile.Input
-	// ReconcileSummary is what the Reconcile activity returns (the full
-	// report is in reconcile_report).
-	ReconcileSummary = reconcile.Summary
+	"github.com/seckill/seckill/state/steps"
 )
 
 // Reconciliation holds the activity of ReconcileWorkflow: one
@@ -36,10 +29,10 @@ func NewReconciliation(r *reconcile.Reconciler) (*Reconciliation, error) {
 // SeckillLoopSKUFailing carry them, and the next scheduled run tries them
 // again (retrying the whole run at once would redo every other SKU). Any
 // other error fails the attempt, which Temporal retries.
-func (a *Reconciliation) Reconcile(ctx context.Context, in ReconcileInput) (ReconcileSummary, error) {
+func (a *Reconciliation) Reconcile(ctx context.Context, in steps.ReconcileInput) (steps.ReconcileSummary, error) {
 	rep, err := a.r.Run(ctx, in.ActivityID)
 	if err != nil && !skuloop.Only(err) {
-		return ReconcileSummary{}, err
+		return steps.ReconcileSummary{}, err
 	}
 	s := rep.Summarize()
 	s.FailedSKUs = reconcile.FailedSKUs(err)

@@ -7,46 +7,29 @@ import (
 
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/repairs"
-)
-
-// Repair actions an operator may signal (repairs.Actions, docs/operations.md).
-const (
-	RepairRetryCompensation = repairs.RetryCompensation
-	RepairMarkResolved      = repairs.MarkResolved
-	RepairForceCancelUnpaid = repairs.ForceCancelUnpaid
-	RepairRebuildProjection = repairs.RebuildProjection
-)
-
-// RepairActions lists the actions the repair signal accepts.
-var RepairActions = repairs.Actions
-
-type (
-	// RepairRequest is the payload of the saga's repair signal.
-	RepairRequest = repairs.Request
-	// RepairResult is the recorded outcome of a repair.
-	RepairResult = repairs.Result
+	"github.com/seckill/seckill/state/steps"
 )
 
 // ApplyRepair validates, records and executes a repair in one transaction
 // (repairs.Apply). The same repair_id again returns the recorded result. A
 // repair_id that cannot key the audit row is refused without being recorded.
-func (a *Activities) ApplyRepair(ctx context.Context, req RepairRequest) (RepairResult, error) {
+func (a *Activities) ApplyRepair(ctx context.Context, req steps.RepairRequest) (steps.RepairResult, error) {
 	if !repairs.IDUsable(req.RepairID) {
 		a.log.WarnContext(ctx, "repair.refused_unrecorded", "reservation_id", req.ReservationID, "repair_id_length", len(req.RepairID))
-		return RepairResult{RepairID: req.RepairID, Action: clip(req.Action, 64),
+		return steps.RepairResult{RepairID: req.RepairID, Action: clip(req.Action, 64),
 			Reason: "repair_id is required (1-128 characters) and must be new for each distinct repair: not recorded"}, nil
 	}
-	var out RepairResult
+	var out steps.RepairResult
 	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		var err error
 		out, err = repairs.Apply(ctx, tx, req)
 		return err
 	})
 	if err != nil {
-		return RepairResult{}, err
+		return steps.RepairResult{}, err
 	}
 	if err := a.fp.Check(failpoint.AfterRepairCommit); err != nil {
-		return RepairResult{}, err // committed, but the answer is lost: the retry gets the recorded decision
+		return steps.RepairResult{}, err // committed, but the answer is lost: the retry gets the recorded decision
 	}
 	a.log.InfoContext(ctx, "repair.recorded", "reservation_id", req.ReservationID, "repair_id", req.RepairID, "action", req.Action,
 		"operator", req.Operator, "accepted", out.Accepted, "reason", out.Reason)

@@ -8,13 +8,13 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // reserveKey admits user on k with the client's Idempotency-Key req, as the
@@ -76,7 +76,7 @@ func TestOneIdempotencyKeyOnTwoSKUsMakesTwoOrders(t *testing.T) {
 	for _, k := range []lua.Keys{r.k, sku4, otherSale} {
 		m := reserveKey(t, r, k, 42, key)
 		res, err := r.acts.CreateOrder(ctx, m)
-		if err != nil || res.Outcome != activities.OutcomeCreated {
+		if err != nil || res.Outcome != steps.OutcomeCreated {
 			t.Fatalf("order for sale %d sku %d with the key used elsewhere = %+v, %v", k.ActivityID, k.SKUID, res, err)
 		}
 	}

@@ -8,14 +8,11 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/platform/pg"
+	"github.com/seckill/seckill/state/steps"
 )
 
-// ReservationState is where a reservation stands in PostgreSQL: what a saga
-// resumed after its predecessor was lost carries on from.
-type ReservationState = inventory.ReservationState
-
 // LoadReservation reads a reservation and its order.
-func (a *Activities) LoadReservation(ctx context.Context, rid uuid.UUID) (ReservationState, error) {
+func (a *Activities) LoadReservation(ctx context.Context, rid uuid.UUID) (steps.ReservationState, error) {
 	return a.inv.Load(ctx, rid)
 }
 

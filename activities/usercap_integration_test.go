@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // The order transaction is the cap's backstop: with the user's Redis holds
@@ -32,11 +32,11 @@ func TestOrderTransactionRefusesAnOrderBeyondTheCap(t *testing.T) {
 	second := testenv.MustReserve(t, r.rdb, r.ids, other, user)
 
 	res, err := r.acts.CreateOrder(ctx, first)
-	if err != nil || res.Outcome != activities.OutcomeCreated {
+	if err != nil || res.Outcome != steps.OutcomeCreated {
 		t.Fatalf("first order: %+v, %v", res, err)
 	}
 	res, err = r.acts.CreateOrder(ctx, second)
-	if err != nil || res.Outcome != activities.OutcomeRejected || res.Reason != activities.ReasonUserCap {
+	if err != nil || res.Outcome != steps.OutcomeRejected || res.Reason != steps.ReasonUserCap {
 		t.Fatalf("order beyond the cap: %+v, %v; want ORDER_REJECTED USER_CAP_REACHED", res, err)
 	}
 	if n := r.count(t, `SELECT count(*) FROM orders WHERE activity_id = $1 AND user_id = $2`, r.k.ActivityID, user); n != 1 {
@@ -51,7 +51,7 @@ func TestOrderTransactionRefusesAnOrderBeyondTheCap(t *testing.T) {
 	if v := r.rdb.HGet(ctx, other.Counter(), "available").Val(); v != "9" {
 		t.Fatalf("Redis available of the refused SKU before compensation: %s, want 9", v)
 	}
-	c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: second.ReservationID, ActivityID: other.ActivityID, SKUID: other.SKUID})
+	c, err := r.acts.Compensate(ctx, steps.CompensateInput{ReservationID: second.ReservationID, ActivityID: other.ActivityID, SKUID: other.SKUID})
 	if err != nil || c.Status != state.ReservationCompensated {
 		t.Fatalf("compensate: %+v, %v", c, err)
 	}

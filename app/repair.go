@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/repairs"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -41,7 +42,7 @@ const repairPoll = 200 * time.Millisecond
 // not run (terminated, failed, completed, never started) is started again
 // from PostgreSQL with the repair as its first signal (workflows.RepairSaga).
 // It waits up to wait for the saga's record of the repair (repair_task).
-func Repair(ctx context.Context, conns *Conns, taskQueue string, req repairs.Request, wait time.Duration) (RepairOutcome, error) {
+func Repair(ctx context.Context, conns *Conns, taskQueue string, req steps.RepairRequest, wait time.Duration) (RepairOutcome, error) {
 	out := RepairOutcome{RepairID: req.RepairID}
 	if err := validateRepair(req); err != nil {
 		return out, err
@@ -111,12 +112,12 @@ func readReservation(ctx context.Context, conns *Conns, out *RepairOutcome, rid 
 	return conns.Pool.QueryRow(ctx, `SELECT status FROM inventory_reservation WHERE reservation_id = $1`, rid).Scan(&out.Reservation)
 }
 
-func validateRepair(req repairs.Request) error {
+func validateRepair(req steps.RepairRequest) error {
 	switch {
 	case req.ReservationID == uuid.Nil:
 		return errors.New("repair: the reservation id is required")
-	case !slices.Contains(repairs.Actions, req.Action):
-		return fmt.Errorf("--action %q: want one of %s", req.Action, strings.Join(repairs.Actions, ", "))
+	case !slices.Contains(steps.RepairActions, req.Action):
+		return fmt.Errorf("--action %q: want one of %s", req.Action, strings.Join(steps.RepairActions, ", "))
 	case !repairs.IDUsable(req.RepairID):
 		return errors.New("--repair-id is required (1-128 characters), one per decision, e.g. INC-42-<reservation_id>")
 	case strings.TrimSpace(req.Operator) == "" || len(req.Operator) > 128:

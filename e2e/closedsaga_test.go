@@ -14,9 +14,9 @@ import (
 	"github.com/seckill/seckill/internal/explain"
 	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/reconcile"
-	"github.com/seckill/seckill/internal/repairs"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -50,7 +50,7 @@ func (r *convRig) runRepairCommand(t *testing.T, command, ticket string) app.Rep
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := app.Repair(context.Background(), r.conns, r.cfg.TemporalTaskQueue, repairs.Request{ReservationID: rid, Action: f[5],
+	out, err := app.Repair(context.Background(), r.conns, r.cfg.TemporalTaskQueue, steps.RepairRequest{ReservationID: rid, Action: f[5],
 		RepairID: ticket + "-" + rid.String(), Operator: "alice", Reason: ticket + ": Redis key restored from backup"}, time.Minute)
 	if err != nil {
 		t.Fatalf("%s: %v", command, err)
@@ -219,7 +219,7 @@ func TestBulkRepairReachesManualReviewWithoutASaga(t *testing.T) {
 			t.Errorf("bulk repair %+v started", bad)
 		}
 	}
-	for _, bad := range []repairs.Request{{ReservationID: rids[0], Action: "delete-it", RepairID: "x", Operator: "a", Reason: "r"},
+	for _, bad := range []steps.RepairRequest{{ReservationID: rids[0], Action: "delete-it", RepairID: "x", Operator: "a", Reason: "r"},
 		{ReservationID: rids[0], Action: "mark-resolved", Operator: "a", Reason: "r"},
 		{ReservationID: rids[0], Action: "force-cancel-unpaid", RepairID: "INC-53-x", Operator: "a", Reason: "r"}} {
 		if out, err := app.Repair(ctx, r.conns, r.cfg.TemporalTaskQueue, bad, time.Second); err == nil {

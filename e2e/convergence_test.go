@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/checkout"
 	"github.com/seckill/seckill/internal/events"
@@ -25,6 +24,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workflows"
 )
@@ -224,7 +224,7 @@ func TestRetriedRepairIsCarriedOut(t *testing.T) {
 	testenv.RequireFailpoints(t)
 	r.fp.Arm(failpoint.AfterRepairCommit, 1)
 	if err := r.tc.SignalWorkflow(ctx, workflows.ReservationWorkflowID(m.ReservationID.String()), "", workflows.SignalRepair,
-		activities.RepairRequest{Action: activities.RepairMarkResolved, RepairID: "INC-7-" + m.ReservationID.String()[:8],
+		steps.RepairRequest{Action: steps.RepairMarkResolved, RepairID: "INC-7-" + m.ReservationID.String()[:8],
 			Operator: "ops", Reason: "settled with the customer, INC-7"}); err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestInvalidRepairDoesNotBlockExpiry(t *testing.T) {
 	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaOrderCreated })
 	long := strings.Repeat("force-cancel-unpaid-", 6)
 	if err := r.tc.SignalWorkflow(ctx, workflows.ReservationWorkflowID(m.ReservationID.String()), "", workflows.SignalRepair,
-		activities.RepairRequest{Action: long, RepairID: "bad-" + m.ReservationID.String()[:8], Operator: "ops", Reason: "typo"}); err != nil {
+		steps.RepairRequest{Action: long, RepairID: "bad-" + m.ReservationID.String()[:8], Operator: "ops", Reason: "typo"}); err != nil {
 		t.Fatal(err)
 	}
 	final := r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaCancelled })

@@ -19,6 +19,7 @@ import (
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/paysim"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -72,7 +73,7 @@ func (b *branchRecorder) paymentSignal(user int64) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	if res, err := b.store.Record(ctx, payments.Evidence{OrderID: oid, Provider: payments.ProviderName, TransactionID: txn,
+	if res, err := b.store.Record(ctx, steps.Evidence{OrderID: oid, Provider: payments.ProviderName, TransactionID: txn,
 		AmountCents: 2500, PaidAt: *paid.PaidAt}); err != nil || res.OrderStatus != state.OrderPaid {
 		b.t.Fatalf("payment = %+v, %v", res, err)
 	}
@@ -176,9 +177,9 @@ func (b *branchRecorder) refundHeld(m events.OrderCreateRequested) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	res, err := b.store.Record(ctx, payments.Evidence{OrderID: oid, Provider: payments.ProviderName,
+	res, err := b.store.Record(ctx, steps.Evidence{OrderID: oid, Provider: payments.ProviderName,
 		TransactionID: p.TransactionID, AmountCents: 2500, PaidAt: *paid.PaidAt})
-	if err != nil || res.Outcome != payments.PaidAfterCancel {
+	if err != nil || res.Outcome != steps.RecordPaidAfterCancel {
 		b.t.Fatalf("late payment = %+v, %v", res, err)
 	}
 	if _, err := b.provider.Refund(ctx, p.TransactionID, "refund-by-hand", 0); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/paysim"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -44,8 +45,8 @@ func TestRecordSagaHistories(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	repair := func(m events.OrderCreateRequested, action string) activities.RepairRequest {
-		return activities.RepairRequest{Action: action, RepairID: action + "-" + m.ReservationID.String()[:8], Operator: "recorder", Reason: "recorded path"}
+	repair := func(m events.OrderCreateRequested, action string) steps.RepairRequest {
+		return steps.RepairRequest{Action: action, RepairID: action + "-" + m.ReservationID.String()[:8], Operator: "recorder", Reason: "recorded path"}
 	}
 	done := func(name string, m events.OrderCreateRequested, want state.Saga) {
 		t.Helper()
@@ -69,19 +70,19 @@ func TestRecordSagaHistories(t *testing.T) {
 
 	// Manual review, then each repair action that ends it.
 	m := stuck(11)
-	signal(m, workflows.SignalRepair, repair(m, activities.RepairRetryCompensation))
+	signal(m, workflows.SignalRepair, repair(m, steps.RepairRetryCompensation))
 	done("manual_retry_compensation", m, state.SagaCompensated)
 	m = stuck(12)
-	signal(m, workflows.SignalRepair, activities.RepairRequest{Action: "no-such-action", RepairID: "bad-" + m.ReservationID.String()[:8], Operator: "recorder", Reason: "refused"})
-	signal(m, workflows.SignalRepair, repair(m, activities.RepairMarkResolved))
+	signal(m, workflows.SignalRepair, steps.RepairRequest{Action: "no-such-action", RepairID: "bad-" + m.ReservationID.String()[:8], Operator: "recorder", Reason: "refused"})
+	signal(m, workflows.SignalRepair, repair(m, steps.RepairMarkResolved))
 	done("manual_mark_resolved", m, state.SagaResolved)
 	restock()
 
 	// An order: rebuild its projection, then force-cancel it.
 	m, _ = r.saga(t, 13)
 	r.state(t, m, time.Minute, func(s workflows.SagaState) bool { return s.Status == state.SagaOrderCreated })
-	signal(m, workflows.SignalRepair, repair(m, activities.RepairRebuildProjection))
-	signal(m, workflows.SignalRepair, repair(m, activities.RepairForceCancelUnpaid))
+	signal(m, workflows.SignalRepair, repair(m, steps.RepairRebuildProjection))
+	signal(m, workflows.SignalRepair, repair(m, steps.RepairForceCancelUnpaid))
 	done("rebuild_projection_force_cancel", m, state.SagaCancelled)
 
 	// The buyer cancels.
@@ -129,9 +130,9 @@ func TestRecordSagaHistories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := payments.NewStore(r.conns.Pool, nil).Record(ctx, payments.Evidence{OrderID: oid, Provider: payments.ProviderName,
+	res, err := payments.NewStore(r.conns.Pool, nil).Record(ctx, steps.Evidence{OrderID: oid, Provider: payments.ProviderName,
 		TransactionID: p.TransactionID, AmountCents: 2500, PaidAt: *paid.PaidAt})
-	if err != nil || res.Outcome != payments.PaidAfterCancel {
+	if err != nil || res.Outcome != steps.RecordPaidAfterCancel {
 		t.Fatalf("late payment = %+v, %v", res, err)
 	}
 	in := workflows.RefundInput{PaymentID: res.PaymentID, ActivityID: m.ActivityID, SKUID: m.SKUID}

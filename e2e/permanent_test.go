@@ -11,6 +11,7 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -48,8 +49,8 @@ func TestUnexpectedConstraintViolationEndsInRejection(t *testing.T) {
 		m.ReservationID).Scan(&status, &reason); err != nil {
 		t.Fatal(err)
 	}
-	if status != "COMPENSATED" || !strings.HasPrefix(reason, inventory.ReasonUnprocessable) || !strings.Contains(reason, "23505") {
-		t.Fatalf("reservation %s reason %q, want COMPENSATED with %s…23505", status, reason, inventory.ReasonUnprocessable)
+	if status != "COMPENSATED" || !strings.HasPrefix(reason, steps.ReasonUnprocessable) || !strings.Contains(reason, "23505") {
+		t.Fatalf("reservation %s reason %q, want COMPENSATED with %s…23505", status, reason, steps.ReasonUnprocessable)
 	}
 	var orders int
 	if err := r.conns.Pool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE reservation_id = $1`, m.ReservationID).Scan(&orders); err != nil || orders != 0 {

@@ -23,7 +23,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/platform/config"
@@ -33,6 +32,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -220,8 +220,8 @@ func TestTemporalUIListsStuckSaga(t *testing.T) {
 func uiSettle(ctx context.Context, t *testing.T, tc client.Client, cfg config.Config, run client.WorkflowRun) {
 	t.Helper()
 	wfID := run.GetID()
-	if err := tc.SignalWorkflow(ctx, wfID, run.GetRunID(), workflows.SignalRepair, activities.RepairRequest{
-		Action: activities.RepairMarkResolved, RepairID: "e2e-" + uuid.NewString(), Operator: "e2e",
+	if err := tc.SignalWorkflow(ctx, wfID, run.GetRunID(), workflows.SignalRepair, steps.RepairRequest{
+		Action: steps.RepairMarkResolved, RepairID: "e2e-" + uuid.NewString(), Operator: "e2e",
 		Reason: "TestTemporalUIListsStuckSaga: settled by the test",
 	}); err != nil {
 		t.Fatalf("repair signal: %v", err)

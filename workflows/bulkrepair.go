@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // BulkRepairInput is one bulk repair: the same repair for every running
@@ -53,7 +54,7 @@ type BulkRepairProgress struct {
 }
 
 // BulkRepairItem is what happened to one saga.
-type BulkRepairItem = activities.BulkItem
+type BulkRepairItem = steps.BulkItem
 
 // BulkRepairReport is the workflow's result: the counts. What it did to
 // each saga is in bulk_repair_item under BulkID (activities.BulkItems, the
@@ -74,10 +75,10 @@ type BulkRepairReport struct {
 
 // Outcomes of one saga in a bulk repair.
 const (
-	BulkApplied    = activities.BulkApplied
-	BulkWouldApply = activities.BulkWouldApply
-	BulkRefused    = activities.BulkRefused
-	BulkSkipped    = activities.BulkSkipped
+	BulkApplied    = steps.BulkApplied
+	BulkWouldApply = steps.BulkWouldApply
+	BulkRefused    = steps.BulkRefused
+	BulkSkipped    = steps.BulkSkipped
 )
 
 // ValidateBulkRepair refuses bad input before anything is started: each
@@ -90,8 +91,8 @@ func ValidateBulkRepair(in BulkRepairInput) error {
 		return errors.New("--query and --manual-review-of exclude each other: --manual-review-of lists every MANUAL_REVIEW reservation of the sale, running saga or not")
 	case in.ManualReviewOf < 0:
 		return fmt.Errorf("--manual-review-of %d: want a sale's activity id", in.ManualReviewOf)
-	case !slices.Contains(activities.RepairActions, in.Action):
-		return fmt.Errorf("--action %q: want one of %s", in.Action, strings.Join(activities.RepairActions, ", "))
+	case !slices.Contains(steps.RepairActions, in.Action):
+		return fmt.Errorf("--action %q: want one of %s", in.Action, strings.Join(steps.RepairActions, ", "))
 	case strings.TrimSpace(in.Operator) == "" || len(in.Operator) > 128:
 		return errors.New("--operator is required (1-128 characters): who is doing this")
 	case strings.TrimSpace(in.Reason) == "" || len(in.Reason) > 2000:

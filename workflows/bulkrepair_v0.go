@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // bulkRepairV0 is BulkRepairWorkflow as it ran before it recorded its items
@@ -41,7 +42,7 @@ func bulkRepairV0(ctx workflow.Context, in BulkRepairInput) (BulkRepairReport, e
 			ids, rep.Truncated = ids[:in.Limit-rep.Listed], true
 		}
 		rep.Listed += len(ids)
-		var items []activities.BulkItem
+		var items []steps.BulkItem
 		if err := workflow.ExecuteActivity(batchCtx, bulkAct.RepairBatch, activities.BulkBatch{WorkflowIDs: ids, Action: in.Action,
 			RepairIDPrefix: in.RepairIDPrefix, Operator: in.Operator, Reason: in.Reason, DryRun: in.DryRun,
 			PerSecond: in.PerSecond, Resume: in.ManualReviewOf != 0}).Get(ctx, &items); err != nil {

@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // Temporal is the part of the Temporal client that starts and signals
@@ -111,7 +111,7 @@ type SignalWithStarter interface {
 // first signal: it reads the reservation from PostgreSQL and, for one in
 // MANUAL_REVIEW, waits for a repair, which it then takes (signal-with-start,
 // ResumeStartOptions). m comes from PostgreSQL (inventory.Message).
-func RepairSaga(ctx context.Context, tc SignalWithStarter, taskQueue string, m events.OrderCreateRequested, req activities.RepairRequest) error {
+func RepairSaga(ctx context.Context, tc SignalWithStarter, taskQueue string, m events.OrderCreateRequested, req steps.RepairRequest) error {
 	if _, err := tc.SignalWithStartWorkflow(ctx, ReservationWorkflowID(m.ReservationID.String()), SignalRepair, req,
 		ResumeStartOptions(taskQueue, m), ReservationSaga, SagaInput{Message: m, Resume: true, LocalForward: true}); err != nil {
 		return fmt.Errorf("repair saga of %s: %w", m.ReservationID, err)

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // TestBoundaryJSON pins the JSON of typed statuses crossing the Temporal
@@ -18,9 +18,9 @@ func TestBoundaryJSON(t *testing.T) {
 	}{
 		{SagaState{ReservationID: "r", Status: state.SagaPaid, Steps: []string{"paid"}},
 			`{"ReservationID":"r","Status":"PAID","Steps":["paid"]}`},
-		{activities.CompensateResult{Status: state.ReservationCompensated, LuaCode: 1, Reason: "COMPENSATED"},
+		{steps.CompensateResult{Status: state.ReservationCompensated, LuaCode: 1, Reason: "COMPENSATED"},
 			`{"Status":"COMPENSATED","LuaCode":1,"Reason":"COMPENSATED"}`},
-		{activities.ReservationState{},
+		{steps.ReservationState{},
 			`{"Status":"","Reason":"","OrderID":"00000000-0000-0000-0000-000000000000","OrderStatus":"","ExpiresAt":"0001-01-01T00:00:00Z"}`},
 		{state.CancelPaymentStarting, `"PAYMENT_STARTING"`},
 		{state.CancelFound(state.OrderCancelPending), `"CANCEL_PENDING"`},
@@ -31,7 +31,7 @@ func TestBoundaryJSON(t *testing.T) {
 			t.Errorf("json of %T = %s, %v; want %s", c.v, b, err, c.want)
 		}
 	}
-	if state.SagaLate.String() != string(activities.OutcomeLate) {
-		t.Errorf("SagaLate = %s, CreateOrder's late outcome = %s: a late saga must show the outcome", state.SagaLate, activities.OutcomeLate)
+	if state.SagaLate.String() != string(steps.OutcomeLate) {
+		t.Errorf("SagaLate = %s, CreateOrder's late outcome = %s: a late saga must show the outcome", state.SagaLate, steps.OutcomeLate)
 	}
 }

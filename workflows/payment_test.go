@@ -10,8 +10,8 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/orders"
-	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 const paymentWindow = 15 * time.Minute
@@ -21,14 +21,14 @@ func createdEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, SagaInput, uu
 	env := newEnv(t)
 	m := testMessage()
 	oid := orders.ID(m.ReservationID)
-	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated,
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(steps.CreateOrderResult{Outcome: steps.OutcomeCreated,
 		OrderID: oid, ExpiresAt: env.Now().Add(paymentWindow)}, nil).Once()
-	env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(activities.ProjectionResult{Code: 1}, nil).Once()
+	env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(steps.ProjectionResult{Code: 1}, nil).Once()
 	return env, SagaInput{Message: m}, oid
 }
 
-func releaseInput(in SagaInput, oid uuid.UUID) activities.ReleaseInput {
-	return activities.ReleaseInput{ReservationID: in.Message.ReservationID, OrderID: oid, ActivityID: in.Message.ActivityID, SKUID: in.Message.SKUID}
+func releaseInput(in SagaInput, oid uuid.UUID) steps.ReleaseInput {
+	return steps.ReleaseInput{ReservationID: in.Message.ReservationID, OrderID: oid, ActivityID: in.Message.ActivityID, SKUID: in.Message.SKUID}
 }
 
 func TestSagaExpiryCancelsAndReleases(t *testing.T) {
@@ -36,9 +36,9 @@ func TestSagaExpiryCancelsAndReleases(t *testing.T) {
 	var cancelAt time.Time
 	env.OnActivity(act.BeginCancel, mock.Anything, activities.CancelInput{OrderID: oid, RequireExpired: true}).
 		Run(func(mock.Arguments) { cancelAt = env.Now() }).Return(state.CancelFound(state.OrderCancelPending), nil).Once()
-	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.CloseClosed}, nil).Once()
+	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(steps.CloseResult{Outcome: steps.CloseClosed}, nil).Once()
 	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return(state.OrderCancelled, nil).Once()
-	env.OnActivity(act.ReleaseRedis, mock.Anything, releaseInput(in, oid)).Return(activities.ProjectionResult{Code: 1, Text: "RELEASED"}, nil).Once()
+	env.OnActivity(act.ReleaseRedis, mock.Anything, releaseInput(in, oid)).Return(steps.ProjectionResult{Code: 1, Text: "RELEASED"}, nil).Once()
 	start := env.Now()
 	env.ExecuteWorkflow(ReservationSaga, in)
 	if st := result(t, env); st.Status != state.SagaCancelled {
@@ -53,7 +53,7 @@ func TestSagaExpiryCancelsAndReleases(t *testing.T) {
 func TestSagaPaymentDuringCancelPendingWins(t *testing.T) {
 	env, in, oid := createdEnv(t)
 	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return(state.CancelFound(state.OrderCancelPending), nil).Once()
-	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.CloseNoPayment}, nil).Once()
+	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(steps.CloseResult{Outcome: steps.CloseNoPayment}, nil).Once()
 	// The callback recorded the payment between close and the final CAS.
 	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return(state.OrderPaid, nil).Once()
 	env.ExecuteWorkflow(ReservationSaga, in)
@@ -66,10 +66,10 @@ func TestSagaPaymentDuringCancelPendingWins(t *testing.T) {
 
 func TestSagaProviderSaysPaidDuringClose(t *testing.T) {
 	env, in, oid := createdEnv(t)
-	ev := payments.Evidence{OrderID: oid, Provider: "paysim", TransactionID: "txn_9", AmountCents: 4999}
+	ev := steps.Evidence{OrderID: oid, Provider: "paysim", TransactionID: "txn_9", AmountCents: 4999}
 	env.OnActivity(act.BeginCancel, mock.Anything, mock.Anything).Return(state.CancelFound(state.OrderCancelPending), nil).Once()
-	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.ClosePaid, Evidence: ev}, nil).Once()
-	env.OnActivity(act.RecordPayment, mock.Anything, ev).Return(payments.RecordResult{Outcome: payments.Paid, OrderStatus: state.OrderPaid}, nil).Once()
+	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(steps.CloseResult{Outcome: steps.ClosePaid, Evidence: ev}, nil).Once()
+	env.OnActivity(act.RecordPayment, mock.Anything, ev).Return(steps.RecordResult{Outcome: steps.RecordPaid, OrderStatus: state.OrderPaid}, nil).Once()
 	env.ExecuteWorkflow(ReservationSaga, in)
 	if st := result(t, env); st.Status != state.SagaPaid {
 		t.Fatalf("state = %+v", st)
@@ -81,9 +81,9 @@ func TestSagaProviderSaysPaidDuringClose(t *testing.T) {
 func TestSagaUserCancelAndDuplicateSignals(t *testing.T) {
 	env, in, oid := createdEnv(t)
 	env.OnActivity(act.BeginCancel, mock.Anything, activities.CancelInput{OrderID: oid, RequireExpired: false}).Return(state.CancelFound(state.OrderCancelPending), nil).Once()
-	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.CloseClosed}, nil).Once()
+	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(steps.CloseResult{Outcome: steps.CloseClosed}, nil).Once()
 	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return(state.OrderCancelled, nil).Once()
-	env.OnActivity(act.ReleaseRedis, mock.Anything, releaseInput(in, oid)).Return(activities.ProjectionResult{Code: 1}, nil).Once()
+	env.OnActivity(act.ReleaseRedis, mock.Anything, releaseInput(in, oid)).Return(steps.ProjectionResult{Code: 1}, nil).Once()
 	// A payment hint that PostgreSQL does not confirm is ignored, twice.
 	env.OnActivity(act.OrderStatus, mock.Anything, oid).Return(state.OrderPaying, nil).Twice()
 	env.RegisterDelayedCallback(func() {
@@ -116,7 +116,7 @@ func TestRefundWorkflow(t *testing.T) {
 	env := newEnv(t)
 	env.RegisterWorkflow(RefundWorkflow)
 	pid := uuid.New()
-	r := payments.Refund{PaymentID: pid, OrderID: uuid.New(), Provider: "paysim", TransactionID: "txn_2", AmountCents: 4999}
+	r := steps.Refund{PaymentID: pid, OrderID: uuid.New(), Provider: "paysim", TransactionID: "txn_2", AmountCents: 4999}
 	env.OnActivity(act.BeginRefund, mock.Anything, pid).Return(r, nil).Once()
 	env.OnActivity(act.RefundAtProvider, mock.Anything, r).Return(nil).Once()
 	env.OnActivity(act.FinishRefund, mock.Anything, r).Return(nil).Once()
@@ -130,18 +130,18 @@ func TestRefundWorkflow(t *testing.T) {
 
 func TestSagaRepairForceCancelAndRebuildProjection(t *testing.T) {
 	env, in, oid := createdEnv(t)
-	rebuild := activities.RepairRequest{Action: activities.RepairRebuildProjection, RepairID: "r-1", Operator: "ops", Reason: "projection lost", ReservationID: in.Message.ReservationID}
-	cancel := activities.RepairRequest{Action: activities.RepairForceCancelUnpaid, RepairID: "r-2", Operator: "ops", Reason: "buyer asked by phone", ReservationID: in.Message.ReservationID}
-	env.OnActivity(act.ApplyRepair, mock.Anything, rebuild).Return(activities.RepairResult{RepairID: "r-1", Accepted: true}, nil).Once()
-	env.OnActivity(act.ApplyRepair, mock.Anything, cancel).Return(activities.RepairResult{RepairID: "r-2", Accepted: true}, nil).Once()
+	rebuild := steps.RepairRequest{Action: steps.RepairRebuildProjection, RepairID: "r-1", Operator: "ops", Reason: "projection lost", ReservationID: in.Message.ReservationID}
+	cancel := steps.RepairRequest{Action: steps.RepairForceCancelUnpaid, RepairID: "r-2", Operator: "ops", Reason: "buyer asked by phone", ReservationID: in.Message.ReservationID}
+	env.OnActivity(act.ApplyRepair, mock.Anything, rebuild).Return(steps.RepairResult{RepairID: "r-1", Accepted: true}, nil).Once()
+	env.OnActivity(act.ApplyRepair, mock.Anything, cancel).Return(steps.RepairResult{RepairID: "r-2", Accepted: true}, nil).Once()
 	// The projection runs once at creation and once more for the repair.
-	env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(activities.ProjectionResult{Code: 2, Text: "ORDER_CREATED"}, nil).Once()
+	env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(steps.ProjectionResult{Code: 2, Text: "ORDER_CREATED"}, nil).Once()
 	env.OnActivity(act.BeginCancel, mock.Anything, activities.CancelInput{OrderID: oid, RequireExpired: false}).Return(state.CancelFound(state.OrderCancelPending), nil).Once()
-	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(activities.CloseResult{Outcome: activities.CloseNoPayment}, nil).Once()
+	env.OnActivity(act.CloseAtProvider, mock.Anything, oid).Return(steps.CloseResult{Outcome: steps.CloseNoPayment}, nil).Once()
 	env.OnActivity(act.FinalCancel, mock.Anything, oid).Return(state.OrderCancelled, nil).Once()
-	env.OnActivity(act.ReleaseRedis, mock.Anything, releaseInput(in, oid)).Return(activities.ProjectionResult{Code: 1}, nil).Once()
-	signal := func(r activities.RepairRequest) {
-		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: r.Action, RepairID: r.RepairID, Operator: r.Operator, Reason: r.Reason})
+	env.OnActivity(act.ReleaseRedis, mock.Anything, releaseInput(in, oid)).Return(steps.ProjectionResult{Code: 1}, nil).Once()
+	signal := func(r steps.RepairRequest) {
+		env.SignalWorkflow(SignalRepair, steps.RepairRequest{Action: r.Action, RepairID: r.RepairID, Operator: r.Operator, Reason: r.Reason})
 	}
 	env.RegisterDelayedCallback(func() { signal(rebuild) }, time.Minute)
 	env.RegisterDelayedCallback(func() { signal(cancel) }, 2*time.Minute)

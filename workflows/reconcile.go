@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // Reconciliation names.
@@ -23,12 +24,12 @@ var recAct *activities.Reconciliation
 // Schedule ReconcileScheduleID starts it periodically (overlap: skip), and
 // `seckill reconcile run` on demand. Two at once are harmless: every repair
 // has a fixed repair_id.
-func ReconcileWorkflow(ctx workflow.Context, in activities.ReconcileInput) (activities.ReconcileSummary, error) {
+func ReconcileWorkflow(ctx workflow.Context, in steps.ReconcileInput) (steps.ReconcileSummary, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 5 * time.Second, MaximumAttempts: 3},
 	})
-	var s activities.ReconcileSummary
+	var s steps.ReconcileSummary
 	err := workflow.ExecuteActivity(ctx, recAct.Reconcile, in).Get(ctx, &s)
 	return s, err
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // RefundInput names a payment that landed after its order was cancelled.
@@ -24,7 +25,7 @@ func RefundWorkflow(ctx workflow.Context, in RefundInput) (state.Saga, error) {
 		SearchSKUID.ValueSet(in.SKUID), SearchReservationStatus.ValueSet(state.SagaRefunding.String())); err != nil {
 		return state.Saga{}, err
 	}
-	var r activities.Refund
+	var r steps.Refund
 	if err := workflow.ExecuteActivity(dbActivity(ctx), act.BeginRefund, in.PaymentID).Get(ctx, &r); err != nil {
 		return state.Saga{}, holdRefund(ctx, in, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // PaymentSignal tells the saga a payment was recorded for its order.
@@ -58,7 +59,7 @@ type SagaState struct {
 	// Steps is the saga's history in words, newest last.
 	Steps []string
 	// Repairs lists the repair signals received and what became of them.
-	Repairs []activities.RepairResult `json:",omitempty"`
+	Repairs []steps.RepairResult `json:",omitempty"`
 }
 
 // ReservationSaga is the durable life of one reservation after the gateway:
@@ -172,7 +173,7 @@ func (s *saga) setStatus(ctx workflow.Context, status state.Saga, step string) {
 
 func (s *saga) run(ctx workflow.Context) (SagaState, error) {
 	m := s.in.Message
-	var res activities.CreateOrderResult
+	var res steps.CreateOrderResult
 	if err := s.forward(ctx, act.CreateOrder, m, &res); err != nil {
 		if detail, ok := permanent(err); ok {
 			return s.unprocessable(ctx, err, detail)
@@ -181,20 +182,20 @@ func (s *saga) run(ctx workflow.Context) (SagaState, error) {
 	}
 	s.state.Reason = res.Reason
 	switch res.Outcome {
-	case activities.OutcomeCreated:
+	case steps.OutcomeCreated:
 		s.state.OrderID, s.state.ExpiresAt = res.OrderID.String(), res.ExpiresAt
 		s.setStatus(ctx, state.SagaOrderCreated, "order created")
 		if err := s.project(ctx, ""); err != nil {
 			return s.state, err
 		}
 		return s.awaitPayment(ctx)
-	case activities.OutcomeRejected:
+	case steps.OutcomeRejected:
 		s.setStatus(ctx, state.SagaRejected, "order rejected: "+res.Reason)
 		return s.compensate(ctx)
-	case activities.OutcomeLate:
+	case steps.OutcomeLate:
 		s.setStatus(ctx, state.SagaLate, "late message after a durable decision: "+res.Reason)
 		return s.state, nil
-	case activities.OutcomeManual:
+	case steps.OutcomeManual:
 		s.setStatus(ctx, state.SagaManual, "manual review: "+res.Reason)
 		return s.awaitRepair(ctx)
 	}
@@ -208,7 +209,7 @@ func (s *saga) run(ctx workflow.Context) (SagaState, error) {
 // for repair. A reservation PostgreSQL does not hold is left to
 // reconciliation, which rejects it durably after its deadline.
 func (s *saga) resume(ctx workflow.Context) (SagaState, error) {
-	var st activities.ReservationState
+	var st steps.ReservationState
 	if err := workflow.ExecuteActivity(dbActivity(ctx), act.LoadReservation, s.in.Message.ReservationID).Get(ctx, &st); err != nil {
 		return s.state, err
 	}
@@ -254,8 +255,8 @@ func nonEmpty(v, def string) string {
 
 func (s *saga) compensate(ctx workflow.Context) (SagaState, error) {
 	m := s.in.Message
-	var c activities.CompensateResult
-	if err := workflow.ExecuteActivity(dbActivity(ctx), act.Compensate, activities.CompensateInput{
+	var c steps.CompensateResult
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.Compensate, steps.CompensateInput{
 		ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID, Bucket: m.Bucket,
 	}).Get(ctx, &c); err != nil {
 		if _, ok := permanent(err); ok && workflow.GetVersion(ctx, versionPermanentBranches, workflow.DefaultVersion, 1) == 1 {
@@ -277,17 +278,17 @@ func (s *saga) compensate(ctx workflow.Context) (SagaState, error) {
 // the standard transitions.
 func (s *saga) awaitRepair(ctx workflow.Context) (SagaState, error) {
 	for {
-		var req activities.RepairRequest
+		var req steps.RepairRequest
 		s.repairs.Receive(ctx, &req)
 		action, err := s.repair(ctx, req)
 		if err != nil {
 			return s.state, err
 		}
 		switch action {
-		case activities.RepairRetryCompensation:
+		case steps.RepairRetryCompensation:
 			s.setStatus(ctx, state.SagaRejected, "repair "+req.RepairID+": retry compensation")
 			return s.compensate(ctx)
-		case activities.RepairMarkResolved:
+		case steps.RepairMarkResolved:
 			s.setStatus(ctx, state.SagaResolved, "repair "+req.RepairID+": marked resolved by "+req.Operator)
 			return s.state, nil
 		}
@@ -301,9 +302,9 @@ func (s *saga) awaitRepair(ctx workflow.Context) (SagaState, error) {
 // A repair_id recorded before is carried out when its recorded decision is
 // an acceptance: that is ApplyRepair answering its own retry after a commit
 // whose reply was lost, not a new decision.
-func (s *saga) repair(ctx workflow.Context, req activities.RepairRequest) (string, error) {
+func (s *saga) repair(ctx workflow.Context, req steps.RepairRequest) (string, error) {
 	req.ReservationID = s.in.Message.ReservationID
-	var r activities.RepairResult
+	var r steps.RepairResult
 	if err := workflow.ExecuteActivity(dbActivity(ctx), act.ApplyRepair, req).Get(ctx, &r); err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && appErr.NonRetryable() {

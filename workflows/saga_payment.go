@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // awaitPayment waits for the order's payment, the user's cancel or the
@@ -33,7 +34,7 @@ func (s *saga) awaitPayment(ctx workflow.Context) (SagaState, error) {
 			c.Receive(ctx, &c2)
 			event = "cancel"
 		})
-		var repair activities.RepairRequest
+		var repair steps.RepairRequest
 		sel.AddReceive(s.repairs, func(c workflow.ReceiveChannel, _ bool) {
 			c.Receive(ctx, &repair)
 			event = "repair"
@@ -64,13 +65,13 @@ func (s *saga) awaitPayment(ctx workflow.Context) (SagaState, error) {
 				return s.state, err
 			}
 			switch action {
-			case activities.RepairForceCancelUnpaid:
+			case steps.RepairForceCancelUnpaid:
 				s.state.Steps = append(s.state.Steps, "repair "+repair.RepairID+": force cancel by "+repair.Operator)
 				done, err := s.cancel(ctx, false)
 				if err != nil || done {
 					return s.state, err
 				}
-			case activities.RepairRebuildProjection:
+			case steps.RepairRebuildProjection:
 				if err := s.project(ctx, "repair "+repair.RepairID+": projection "); err != nil {
 					return s.state, err
 				}
@@ -82,8 +83,8 @@ func (s *saga) awaitPayment(ctx workflow.Context) (SagaState, error) {
 // project runs the idempotent Redis projection of the created order.
 func (s *saga) project(ctx workflow.Context, step string) error {
 	m := s.in.Message
-	var p activities.ProjectionResult
-	if err := s.forward(ctx, act.ProjectOrderCreated, activities.ProjectionInput{
+	var p steps.ProjectionResult
+	if err := s.forward(ctx, act.ProjectOrderCreated, steps.ProjectionInput{
 		ReservationID: m.ReservationID, OrderID: s.orderID(), ActivityID: m.ActivityID, SKUID: m.SKUID, Bucket: m.Bucket,
 	}, &p); err != nil {
 		return err
@@ -148,12 +149,12 @@ func (s *saga) cancel(ctx workflow.Context, expired bool) (bool, error) {
 		return true, s.release(ctx)
 	}
 	s.setStatus(ctx, state.SagaCancelPending, map[bool]string{true: "payment window expired", false: "user asked to cancel"}[expired])
-	var closed activities.CloseResult
+	var closed steps.CloseResult
 	if err := workflow.ExecuteActivity(providerActivity(ctx), act.CloseAtProvider, oid).Get(ctx, &closed); err != nil {
 		return true, err
 	}
-	if closed.Outcome == activities.ClosePaid {
-		var rec activities.RecordResult
+	if closed.Outcome == steps.ClosePaid {
+		var rec steps.RecordResult
 		if err := workflow.ExecuteActivity(dbActivity(ctx), act.RecordPayment, closed.Evidence).Get(ctx, &rec); err != nil {
 			return true, err
 		}
@@ -173,8 +174,8 @@ func (s *saga) cancel(ctx workflow.Context, expired bool) (bool, error) {
 
 func (s *saga) release(ctx workflow.Context) error {
 	m := s.in.Message
-	var r activities.ProjectionResult
-	if err := workflow.ExecuteActivity(dbActivity(ctx), act.ReleaseRedis, activities.ReleaseInput{
+	var r steps.ProjectionResult
+	if err := workflow.ExecuteActivity(dbActivity(ctx), act.ReleaseRedis, steps.ReleaseInput{
 		ReservationID: m.ReservationID, OrderID: s.orderID(), ActivityID: m.ActivityID, SKUID: m.SKUID, Bucket: m.Bucket,
 	}).Get(ctx, &r); err != nil {
 		return err

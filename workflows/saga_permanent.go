@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // versionPermanentBranches guards the branches a saga takes on a step that
@@ -46,10 +46,10 @@ func (s *saga) unprocessable(ctx workflow.Context, cause error, detail string) (
 	}
 	s.state.Steps = append(s.state.Steps, "order transaction failed for good ("+detail+"): "+cause.Error())
 	var st string
-	err := workflow.ExecuteActivity(dbActivity(ctx), act.RejectUnprocessable, activities.UnprocessableInput{
+	err := workflow.ExecuteActivity(dbActivity(ctx), act.RejectUnprocessable, steps.UnprocessableInput{
 		Message: s.in.Message, Detail: detail}).Get(ctx, &st)
 	if err != nil {
-		s.state.Reason = activities.ReasonUnprocessable
+		s.state.Reason = steps.ReasonUnprocessable
 		return s.state, err
 	}
 	return s.resume(ctx)

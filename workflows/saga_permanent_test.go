@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // A CreateOrder that fails for good (here a unique violation past its bound)
@@ -20,13 +21,13 @@ func TestSagaOrderTransactionFailedForGoodIsRejectedAndCompensated(t *testing.T)
 	env := newEnv(t)
 	m := testMessage()
 	perm := temporal.NewNonRetryableApplicationError("duplicate key value (SQLSTATE 23505)", "PermanentDatabaseError", nil, "23505")
-	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{}, perm)
-	env.OnActivity(act.RejectUnprocessable, mock.Anything, activities.UnprocessableInput{Message: m, Detail: "PermanentDatabaseError:23505"}).
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(steps.CreateOrderResult{}, perm)
+	env.OnActivity(act.RejectUnprocessable, mock.Anything, steps.UnprocessableInput{Message: m, Detail: "PermanentDatabaseError:23505"}).
 		Return(state.ReservationOrderRejected, nil).Once()
 	env.OnActivity(act.LoadReservation, mock.Anything, m.ReservationID).
-		Return(activities.ReservationState{Status: state.ReservationOrderRejected, Reason: activities.ReasonUnprocessable + ":PermanentDatabaseError:23505"}, nil).Once()
-	env.OnActivity(act.Compensate, mock.Anything, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}).
-		Return(activities.CompensateResult{Status: state.ReservationCompensated, LuaCode: 1, Reason: "COMPENSATED"}, nil).Once()
+		Return(steps.ReservationState{Status: state.ReservationOrderRejected, Reason: steps.ReasonUnprocessable + ":PermanentDatabaseError:23505"}, nil).Once()
+	env.OnActivity(act.Compensate, mock.Anything, steps.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}).
+		Return(steps.CompensateResult{Status: state.ReservationCompensated, LuaCode: 1, Reason: "COMPENSATED"}, nil).Once()
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m, LocalForward: true})
 	st := result(t, env)
 	if st.Status != state.SagaCompensated {
@@ -42,7 +43,7 @@ func TestSagaUnrecordableReservationFails(t *testing.T) {
 	env := newEnv(t)
 	m := testMessage()
 	perm := temporal.NewNonRetryableApplicationError("value too long (SQLSTATE 22001)", "PermanentDatabaseError", nil, "22001")
-	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{}, perm)
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(steps.CreateOrderResult{}, perm)
 	env.OnActivity(act.RejectUnprocessable, mock.Anything, mock.Anything).Return(state.Reservation{}, perm).Once()
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() == nil {
@@ -58,14 +59,14 @@ func TestSagaUnrecordableReservationFails(t *testing.T) {
 func TestSagaCompensationRefusedCarriesOnFromPostgreSQL(t *testing.T) {
 	env := newEnv(t)
 	m := testMessage()
-	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeRejected, Reason: activities.ReasonStockExhausted}, nil)
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(steps.CreateOrderResult{Outcome: steps.OutcomeRejected, Reason: steps.ReasonStockExhausted}, nil)
 	refusal := temporal.NewNonRetryableApplicationError("reservation x is MANUAL_REVIEW: not compensable", activities.ErrTypeRefused, nil)
-	env.OnActivity(act.Compensate, mock.Anything, mock.Anything).Return(activities.CompensateResult{}, refusal).Once()
-	env.OnActivity(act.LoadReservation, mock.Anything, m.ReservationID).Return(activities.ReservationState{Status: state.ReservationManualReview, Reason: "COUNTER_MISSING"}, nil).Once()
-	req := activities.RepairRequest{Action: activities.RepairMarkResolved, RepairID: "r-2", Operator: "ops", Reason: "checked, INC-3", ReservationID: m.ReservationID}
-	env.OnActivity(act.ApplyRepair, mock.Anything, req).Return(activities.RepairResult{RepairID: "r-2", Accepted: true}, nil).Once()
+	env.OnActivity(act.Compensate, mock.Anything, mock.Anything).Return(steps.CompensateResult{}, refusal).Once()
+	env.OnActivity(act.LoadReservation, mock.Anything, m.ReservationID).Return(steps.ReservationState{Status: state.ReservationManualReview, Reason: "COUNTER_MISSING"}, nil).Once()
+	req := steps.RepairRequest{Action: steps.RepairMarkResolved, RepairID: "r-2", Operator: "ops", Reason: "checked, INC-3", ReservationID: m.ReservationID}
+	env.OnActivity(act.ApplyRepair, mock.Anything, req).Return(steps.RepairResult{RepairID: "r-2", Accepted: true}, nil).Once()
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: req.Action, RepairID: req.RepairID, Operator: req.Operator, Reason: req.Reason})
+		env.SignalWorkflow(SignalRepair, steps.RepairRequest{Action: req.Action, RepairID: req.RepairID, Operator: req.Operator, Reason: req.Reason})
 	}, time.Hour)
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	if st := result(t, env); st.Status != state.SagaResolved {
@@ -80,7 +81,7 @@ func TestRefundRefusedForGoodIsHeld(t *testing.T) {
 	env := newEnv(t)
 	in := RefundInput{PaymentID: uuid.MustParse("5f1d0c2a-1b2c-8d3e-8f40-5a6b7c8d9e0f"), ActivityID: 1, SKUID: 2}
 	refusal := temporal.NewNonRetryableApplicationError("refund at provider: provider refused the refund: paysim: already refunded", activities.ErrTypeRefused, nil)
-	r := activities.Refund{PaymentID: in.PaymentID}
+	r := steps.Refund{PaymentID: in.PaymentID}
 	env.OnActivity(act.BeginRefund, mock.Anything, in.PaymentID).Return(r, nil).Once()
 	env.OnActivity(act.RefundAtProvider, mock.Anything, r).Return(refusal).Once()
 	env.OnActivity(act.HoldRefund, mock.Anything, mock.MatchedBy(func(h activities.HoldRefundInput) bool {

@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 func testMessage() events.OrderCreateRequested {
@@ -55,10 +56,10 @@ func TestSagaPaidBeforeExpiry(t *testing.T) {
 	env := newEnv(t)
 	m := testMessage()
 	oid := orders.ID(m.ReservationID)
-	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated, OrderID: oid,
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(steps.CreateOrderResult{Outcome: steps.OutcomeCreated, OrderID: oid,
 		ExpiresAt: env.Now().Add(15 * time.Minute)}, nil).Once()
-	env.OnActivity(act.ProjectOrderCreated, mock.Anything, activities.ProjectionInput{ReservationID: m.ReservationID,
-		OrderID: oid, ActivityID: m.ActivityID, SKUID: m.SKUID}).Return(activities.ProjectionResult{Code: 1}, nil).Once()
+	env.OnActivity(act.ProjectOrderCreated, mock.Anything, steps.ProjectionInput{ReservationID: m.ReservationID,
+		OrderID: oid, ActivityID: m.ActivityID, SKUID: m.SKUID}).Return(steps.ProjectionResult{Code: 1}, nil).Once()
 	env.OnActivity(act.OrderStatus, mock.Anything, oid).Return(state.OrderPaid, nil).Once()
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPayment, PaymentSignal{TransactionID: "txn_1"}) }, time.Minute)
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
@@ -84,9 +85,9 @@ func TestSagaForwardStepsAreLocalActivities(t *testing.T) {
 		env := newEnv(t)
 		m := testMessage()
 		oid := orders.ID(m.ReservationID)
-		env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeCreated, OrderID: oid,
+		env.OnActivity(act.CreateOrder, mock.Anything, m).Return(steps.CreateOrderResult{Outcome: steps.OutcomeCreated, OrderID: oid,
 			ExpiresAt: env.Now().Add(15 * time.Minute)}, nil).Once()
-		env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(activities.ProjectionResult{Code: 1}, nil).Once()
+		env.OnActivity(act.ProjectOrderCreated, mock.Anything, mock.Anything).Return(steps.ProjectionResult{Code: 1}, nil).Once()
 		env.OnActivity(act.OrderStatus, mock.Anything, oid).Return(state.OrderPaid, nil).Once()
 		var local, remote []string
 		env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
@@ -109,8 +110,8 @@ func TestSagaForwardStepsAreLocalActivities(t *testing.T) {
 func TestSagaRetriesInfrastructureErrors(t *testing.T) {
 	env := newEnv(t)
 	m := testMessage()
-	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{}, errors.New("connection reset")).Times(3)
-	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeLate, Reason: "LATE_AFTER_COMPENSATED"}, nil).Once()
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(steps.CreateOrderResult{}, errors.New("connection reset")).Times(3)
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(steps.CreateOrderResult{Outcome: steps.OutcomeLate, Reason: "LATE_AFTER_COMPENSATED"}, nil).Once()
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	if st := result(t, env); st.Status != state.SagaLate {
 		t.Fatalf("state = %+v", st)
@@ -121,12 +122,12 @@ func TestSagaRetriesInfrastructureErrors(t *testing.T) {
 func TestSagaRejectedCompensates(t *testing.T) {
 	env := newEnv(t)
 	m := testMessage()
-	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeRejected, Reason: activities.ReasonStockExhausted}, nil)
-	env.OnActivity(act.Compensate, mock.Anything, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}).
-		Return(activities.CompensateResult{Status: state.ReservationCompensated, LuaCode: 1, Reason: "COMPENSATED"}, nil).Once()
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(steps.CreateOrderResult{Outcome: steps.OutcomeRejected, Reason: steps.ReasonStockExhausted}, nil)
+	env.OnActivity(act.Compensate, mock.Anything, steps.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}).
+		Return(steps.CompensateResult{Status: state.ReservationCompensated, LuaCode: 1, Reason: "COMPENSATED"}, nil).Once()
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	st := result(t, env)
-	if st.Status != state.SagaCompensated || st.Reason != activities.ReasonStockExhausted {
+	if st.Status != state.SagaCompensated || st.Reason != steps.ReasonStockExhausted {
 		t.Fatalf("state = %+v", st)
 	}
 	env.AssertExpectations(t)
@@ -137,14 +138,14 @@ func TestSagaRejectedCompensates(t *testing.T) {
 func TestSagaCompensationMissingKeyWaitsForRepair(t *testing.T) {
 	env := newEnv(t)
 	m := testMessage()
-	in := activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}
-	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeRejected, Reason: activities.ReasonDeadline}, nil)
-	env.OnActivity(act.Compensate, mock.Anything, in).Return(activities.CompensateResult{Status: state.ReservationManualReview, LuaCode: -1, Reason: "RESERVATION_MISSING"}, nil).Once()
-	bad := activities.RepairRequest{Action: "delete-everything", RepairID: "r-0", Operator: "ops", Reason: "x", ReservationID: m.ReservationID}
-	good := activities.RepairRequest{Action: activities.RepairRetryCompensation, RepairID: "r-1", Operator: "ops", Reason: "key restored", ReservationID: m.ReservationID}
-	env.OnActivity(act.ApplyRepair, mock.Anything, bad).Return(activities.RepairResult{RepairID: "r-0", Reason: "unknown action"}, nil).Once()
-	env.OnActivity(act.ApplyRepair, mock.Anything, good).Return(activities.RepairResult{RepairID: "r-1", Accepted: true}, nil).Once()
-	env.OnActivity(act.Compensate, mock.Anything, in).Return(activities.CompensateResult{Status: state.ReservationCompensated, LuaCode: 1}, nil).Once()
+	in := steps.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(steps.CreateOrderResult{Outcome: steps.OutcomeRejected, Reason: steps.ReasonDeadline}, nil)
+	env.OnActivity(act.Compensate, mock.Anything, in).Return(steps.CompensateResult{Status: state.ReservationManualReview, LuaCode: -1, Reason: "RESERVATION_MISSING"}, nil).Once()
+	bad := steps.RepairRequest{Action: "delete-everything", RepairID: "r-0", Operator: "ops", Reason: "x", ReservationID: m.ReservationID}
+	good := steps.RepairRequest{Action: steps.RepairRetryCompensation, RepairID: "r-1", Operator: "ops", Reason: "key restored", ReservationID: m.ReservationID}
+	env.OnActivity(act.ApplyRepair, mock.Anything, bad).Return(steps.RepairResult{RepairID: "r-0", Reason: "unknown action"}, nil).Once()
+	env.OnActivity(act.ApplyRepair, mock.Anything, good).Return(steps.RepairResult{RepairID: "r-1", Accepted: true}, nil).Once()
+	env.OnActivity(act.Compensate, mock.Anything, in).Return(steps.CompensateResult{Status: state.ReservationCompensated, LuaCode: 1}, nil).Once()
 
 	var seen []state.Saga
 	env.RegisterDelayedCallback(func() {
@@ -156,14 +157,14 @@ func TestSagaCompensationMissingKeyWaitsForRepair(t *testing.T) {
 		var st SagaState
 		_ = v.Get(&st)
 		seen = append(seen, st.Status)
-		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: bad.Action, RepairID: bad.RepairID, Operator: bad.Operator, Reason: bad.Reason})
+		env.SignalWorkflow(SignalRepair, steps.RepairRequest{Action: bad.Action, RepairID: bad.RepairID, Operator: bad.Operator, Reason: bad.Reason})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
 		v, _ := env.QueryWorkflow(QueryState)
 		var st SagaState
 		_ = v.Get(&st)
 		seen = append(seen, st.Status)
-		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: good.Action, RepairID: good.RepairID, Operator: good.Operator, Reason: good.Reason})
+		env.SignalWorkflow(SignalRepair, steps.RepairRequest{Action: good.Action, RepairID: good.RepairID, Operator: good.Operator, Reason: good.Reason})
 	}, 2*time.Minute)
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	st := result(t, env)
@@ -179,11 +180,11 @@ func TestSagaCompensationMissingKeyWaitsForRepair(t *testing.T) {
 func TestSagaPayloadConflictWaitsAndCanBeResolved(t *testing.T) {
 	env := newEnv(t)
 	m := testMessage()
-	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeManual, Reason: activities.ReasonPayloadConflict}, nil)
-	req := activities.RepairRequest{Action: activities.RepairMarkResolved, RepairID: "r-9", Operator: "ops", Reason: "duplicate publisher bug, INC-1", ReservationID: m.ReservationID}
-	env.OnActivity(act.ApplyRepair, mock.Anything, req).Return(activities.RepairResult{RepairID: "r-9", Accepted: true}, nil).Once()
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(steps.CreateOrderResult{Outcome: steps.OutcomeManual, Reason: steps.ReasonPayloadConflict}, nil)
+	req := steps.RepairRequest{Action: steps.RepairMarkResolved, RepairID: "r-9", Operator: "ops", Reason: "duplicate publisher bug, INC-1", ReservationID: m.ReservationID}
+	env.OnActivity(act.ApplyRepair, mock.Anything, req).Return(steps.RepairResult{RepairID: "r-9", Accepted: true}, nil).Once()
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRepair, activities.RepairRequest{Action: req.Action, RepairID: req.RepairID, Operator: req.Operator, Reason: req.Reason})
+		env.SignalWorkflow(SignalRepair, steps.RepairRequest{Action: req.Action, RepairID: req.RepairID, Operator: req.Operator, Reason: req.Reason})
 	}, time.Hour)
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	if st := result(t, env); st.Status != state.SagaResolved {
@@ -196,9 +197,9 @@ func TestSagaPayloadConflictWaitsAndCanBeResolved(t *testing.T) {
 func TestSagaPublishesItsCurrentStep(t *testing.T) {
 	env := newEnv(t)
 	m := testMessage()
-	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(activities.CreateOrderResult{Outcome: activities.OutcomeRejected,
-		Reason: activities.ReasonStockExhausted}, nil).Once()
-	env.OnActivity(act.Compensate, mock.Anything, mock.Anything).Return(activities.CompensateResult{Status: state.ReservationCompensated}, nil).Once()
+	env.OnActivity(act.CreateOrder, mock.Anything, m).Return(steps.CreateOrderResult{Outcome: steps.OutcomeRejected,
+		Reason: steps.ReasonStockExhausted}, nil).Once()
+	env.OnActivity(act.Compensate, mock.Anything, mock.Anything).Return(steps.CompensateResult{Status: state.ReservationCompensated}, nil).Once()
 	env.ExecuteWorkflow(ReservationSaga, SagaInput{Message: m})
 	st := result(t, env)
 	v, err := env.QueryWorkflow("__temporal_workflow_metadata")

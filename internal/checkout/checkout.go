@@ -28,6 +28,7 @@ import (
 	"github.com/seckill/seckill/internal/platform/jsonx"
 	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // Sagas is what the service asks of the reservation sagas and refunds.
@@ -246,9 +247,9 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 	if err := s.confirm(ctx, cb); err != nil {
 		return err
 	}
-	ev := payments.Evidence{OrderID: cb.MerchantOrderID, Provider: s.provider.Name(), TransactionID: cb.TransactionID,
+	ev := steps.Evidence{OrderID: cb.MerchantOrderID, Provider: s.provider.Name(), TransactionID: cb.TransactionID,
 		AmountCents: cb.AmountCents, PaidAt: cb.PaidAt}
-	var res payments.RecordResult
+	var res steps.RecordResult
 	duplicate := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		claimed, err := claimCallback(ctx, tx, id, s.provider.Name(), cb.TransactionID, hash[:])
@@ -284,17 +285,17 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 // the outcome, tells the saga of a payment that paid its order, and starts
 // the refund of one that is owed back (failures are logged: PostgreSQL
 // holds the fact and the refund obligation).
-func (s *Service) recorded(ctx context.Context, id string, cb CallbackBody, res payments.RecordResult) {
+func (s *Service) recorded(ctx context.Context, id string, cb CallbackBody, res steps.RecordResult) {
 	result := string(res.Outcome)
 	s.m.Payment.WithLabelValues(strings.ToLower(result)).Inc()
 	s.log.Info("payment.recorded", "webhook_id", id, "payment_id", res.PaymentID, "order_id", cb.MerchantOrderID, "result", result)
 	switch res.Outcome {
-	case payments.Paid:
+	case steps.RecordPaid:
 		if err := s.sagas.Paid(ctx, res.ReservationID, cb.TransactionID); err != nil {
 			// PostgreSQL holds the fact; the saga reads it on its next step.
 			s.log.Warn("payment.signal_failed", "order_id", cb.MerchantOrderID, "error", err)
 		}
-	case payments.PaidAfterCancel, payments.AlreadyRefunding, payments.DuplicatePayment:
+	case steps.RecordPaidAfterCancel, steps.RecordAlreadyRefunding, steps.RecordDuplicatePayment:
 		s.log.Warn("payment.cancel_race_detected", "order_id", cb.MerchantOrderID, "payment_id", res.PaymentID, "result", result)
 		if err := s.StartRefund(ctx, res.PaymentID, res.ActivityID, res.SKUID); err != nil {
 			// The refund obligation is durable (refund_task): the relay starts it.

@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckill/seckill/internal/events"
-	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // fakeSagas records what the service asks of the sagas.
@@ -38,23 +38,23 @@ func TestRecorded(t *testing.T) {
 	rid, pid := uuid.New(), uuid.New()
 	cb := CallbackBody{TransactionID: "txn_1", MerchantOrderID: uuid.New()}
 	tests := []struct {
-		outcome   payments.Outcome
+		outcome   steps.RecordOutcome
 		label     string
 		signalled bool
 		refunded  bool
 	}{
-		{payments.Paid, "paid", true, false},
-		{payments.AlreadyPaid, "already_paid", false, false},
-		{payments.PaidAfterCancel, "paid_after_cancel", false, true},
-		{payments.AlreadyRefunding, "already_refunding", false, true},
-		{payments.DuplicatePayment, "duplicate_payment", false, true},
+		{steps.RecordPaid, "paid", true, false},
+		{steps.RecordAlreadyPaid, "already_paid", false, false},
+		{steps.RecordPaidAfterCancel, "paid_after_cancel", false, true},
+		{steps.RecordAlreadyRefunding, "already_refunding", false, true},
+		{steps.RecordDuplicatePayment, "duplicate_payment", false, true},
 	}
 	for _, sagaErr := range []error{nil, errors.New("temporal down")} {
 		for _, tt := range tests {
 			reg := prometheus.NewRegistry()
 			sagas := &fakeSagas{err: sagaErr}
 			s := &Service{sagas: sagas, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now, m: metrics.NewSaga(reg)}
-			s.recorded(context.Background(), "msg_1", cb, payments.RecordResult{Outcome: tt.outcome, PaymentID: pid, ReservationID: rid})
+			s.recorded(context.Background(), "msg_1", cb, steps.RecordResult{Outcome: tt.outcome, PaymentID: pid, ReservationID: rid})
 			if got := len(sagas.paid) == 1 && sagas.paid[0] == rid.String()+"/txn_1"; got != tt.signalled || (!tt.signalled && len(sagas.paid) > 0) {
 				t.Errorf("%s: saga told paid %v, want %v", tt.outcome, sagas.paid, tt.signalled)
 			}

@@ -8,13 +8,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/explain"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // One set of rules judges both: for each of reconciliation's
@@ -59,13 +59,13 @@ func TestExplainAndReconciliationJudgeAlike(t *testing.T) {
 	r.rdb.Del(ctx, r.k.Reservation(m.ReservationID.String()))
 	add("paid, its Redis hash deleted", m.ReservationID, reconcile.ProjectionBehind)
 	m = r.reserve(t)
-	if res, err := r.acts.CreateOrder(ctx, m); err != nil || res.Outcome != activities.OutcomeCreated {
+	if res, err := r.acts.CreateOrder(ctx, m); err != nil || res.Outcome != steps.OutcomeCreated {
 		t.Fatalf("create: %+v %v", res, err)
 	}
 	add("created, projection lost (Redis RESERVED)", m.ReservationID, reconcile.ProjectionBehind)
 	m = r.reserve(t)
 	m.ReservedAt, m.BusinessDeadline = past()
-	if res, err := r.acts.CreateOrder(ctx, m); err != nil || res.Outcome != activities.OutcomeRejected {
+	if res, err := r.acts.CreateOrder(ctx, m); err != nil || res.Outcome != steps.OutcomeRejected {
 		t.Fatalf("create past deadline: %+v %v", res, err)
 	}
 	add("rejected, never compensated", m.ReservationID, reconcile.CompensationStall)
@@ -88,7 +88,7 @@ func TestExplainAndReconciliationJudgeAlike(t *testing.T) {
 	if _, err := r.acts.CreateOrder(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}); err != nil || c.Status != state.ReservationCompensated {
+	if c, err := r.acts.Compensate(ctx, steps.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}); err != nil || c.Status != state.ReservationCompensated {
 		t.Fatalf("compensate: %+v %v", c, err)
 	}
 	r.rdb.HSet(ctx, r.k.Reservation(m.ReservationID.String()), "status", "ORDER_CREATED")

@@ -24,6 +24,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -75,10 +76,10 @@ func (r *rig) order(t *testing.T) (events.OrderCreateRequested, uuid.UUID) {
 	ctx := context.Background()
 	m := r.reserve(t)
 	res, err := r.acts.CreateOrder(ctx, m)
-	if err != nil || res.Outcome != activities.OutcomeCreated {
+	if err != nil || res.Outcome != steps.OutcomeCreated {
 		t.Fatalf("create order: %+v %v", res, err)
 	}
-	if _, err := r.acts.ProjectOrderCreated(ctx, activities.ProjectionInput{ReservationID: m.ReservationID, OrderID: res.OrderID,
+	if _, err := r.acts.ProjectOrderCreated(ctx, steps.ProjectionInput{ReservationID: m.ReservationID, OrderID: res.OrderID,
 		ActivityID: m.ActivityID, SKUID: m.SKUID}); err != nil {
 		t.Fatal(err)
 	}
@@ -94,15 +95,15 @@ func (r *rig) cancel(t *testing.T, m events.OrderCreateRequested, oid uuid.UUID)
 	if st, err := r.pay.FinalCancel(ctx, oid); err != nil || st != state.OrderCancelled {
 		t.Fatalf("final cancel: %s %v", st, err)
 	}
-	if _, err := r.acts.ReleaseRedis(ctx, activities.ReleaseInput{ReservationID: m.ReservationID, OrderID: oid,
+	if _, err := r.acts.ReleaseRedis(ctx, steps.ReleaseInput{ReservationID: m.ReservationID, OrderID: oid,
 		ActivityID: m.ActivityID, SKUID: m.SKUID}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (r *rig) paid(t *testing.T, oid uuid.UUID, txn string) payments.RecordResult {
+func (r *rig) paid(t *testing.T, oid uuid.UUID, txn string) steps.RecordResult {
 	t.Helper()
-	res, err := r.pay.Record(context.Background(), payments.Evidence{OrderID: oid, Provider: "paysim", TransactionID: txn,
+	res, err := r.pay.Record(context.Background(), steps.Evidence{OrderID: oid, Provider: "paysim", TransactionID: txn,
 		AmountCents: 1999, PaidAt: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +188,7 @@ func TestExplainCancelledAndRefunded(t *testing.T) {
 
 	// A payment lands after the cancel: owed back until the refund is done.
 	res := r.paid(t, oid, "txn_late")
-	if res.Outcome != payments.PaidAfterCancel {
+	if res.Outcome != steps.RecordPaidAfterCancel {
 		t.Fatalf("late payment: %s", res.Outcome)
 	}
 	owed := r.explain(t, oid)
@@ -215,10 +216,10 @@ func TestExplainCompensatedLateManualAndResolved(t *testing.T) {
 	// Compensated: the order service rejects a reservation past its deadline.
 	m := r.reserve(t)
 	m.ReservedAt, m.BusinessDeadline = time.Now().Add(-2*time.Minute).UTC(), time.Now().Add(-time.Minute).UTC()
-	if res, err := r.acts.CreateOrder(ctx, m); err != nil || res.Outcome != activities.OutcomeRejected {
+	if res, err := r.acts.CreateOrder(ctx, m); err != nil || res.Outcome != steps.OutcomeRejected {
 		t.Fatalf("create past deadline: %+v %v", res, err)
 	}
-	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}); err != nil || c.Status != state.ReservationCompensated {
+	if c, err := r.acts.Compensate(ctx, steps.CompensateInput{ReservationID: m.ReservationID, ActivityID: m.ActivityID, SKUID: m.SKUID}); err != nil || c.Status != state.ReservationCompensated {
 		t.Fatalf("compensate: %+v %v", c, err)
 	}
 	rep := r.explain(t, m.ReservationID)
@@ -236,10 +237,10 @@ func TestExplainCompensatedLateManualAndResolved(t *testing.T) {
 	if st, err := r.acts.RejectOverdue(ctx, inventory.RejectInput{ReservationID: late.ReservationID, Grace: time.Millisecond, Unseen: &late}); err != nil || st != state.ReservationOrderRejected {
 		t.Fatalf("reject overdue: %s %v", st, err)
 	}
-	if _, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: late.ReservationID, ActivityID: late.ActivityID, SKUID: late.SKUID}); err != nil {
+	if _, err := r.acts.Compensate(ctx, steps.CompensateInput{ReservationID: late.ReservationID, ActivityID: late.ActivityID, SKUID: late.SKUID}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := r.acts.CreateOrder(ctx, late); err != nil || res.Outcome != activities.OutcomeLate {
+	if res, err := r.acts.CreateOrder(ctx, late); err != nil || res.Outcome != steps.OutcomeLate {
 		t.Fatalf("late message: %+v %v", res, err)
 	}
 	wantConsistent(t, r.explain(t, late.ReservationID), "rejected")
@@ -251,7 +252,7 @@ func TestExplainCompensatedLateManualAndResolved(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.rdb.Del(ctx, r.k.Reservation(lost.ReservationID.String()))
-	if c, err := r.acts.Compensate(ctx, activities.CompensateInput{ReservationID: lost.ReservationID, ActivityID: lost.ActivityID, SKUID: lost.SKUID}); err != nil || c.Status != state.ReservationManualReview {
+	if c, err := r.acts.Compensate(ctx, steps.CompensateInput{ReservationID: lost.ReservationID, ActivityID: lost.ActivityID, SKUID: lost.SKUID}); err != nil || c.Status != state.ReservationManualReview {
 		t.Fatalf("compensate without Redis: %+v %v", c, err)
 	}
 	manual := r.explain(t, lost.ReservationID)
@@ -261,7 +262,7 @@ func TestExplainCompensatedLateManualAndResolved(t *testing.T) {
 	}
 
 	// Resolved: the operator attests it was settled outside the system.
-	res, err := r.acts.ApplyRepair(ctx, activities.RepairRequest{Action: activities.RepairMarkResolved, RepairID: "INC-1-" + lost.ReservationID.String(),
+	res, err := r.acts.ApplyRepair(ctx, steps.RepairRequest{Action: steps.RepairMarkResolved, RepairID: "INC-1-" + lost.ReservationID.String(),
 		Operator: "alice", Reason: "INC-1: refunded by hand", ReservationID: lost.ReservationID})
 	if err != nil || !res.Accepted {
 		t.Fatalf("mark resolved: %+v %v", res, err)

@@ -13,26 +13,8 @@ import (
 	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
-
-// CompensateInput names the reservation whose Redis unit is given back.
-type CompensateInput struct {
-	ReservationID uuid.UUID
-	ActivityID    int64
-	SKUID         int64
-	// Bucket is the SKU's stock bucket the unit was taken from (the
-	// message's; 0 for a SKU of one bucket).
-	Bucket int `json:",omitempty"`
-}
-
-// CompensateResult is the end of one compensation attempt.
-type CompensateResult struct {
-	// Status is the reservation's status afterwards: COMPENSATED or MANUAL_REVIEW.
-	Status state.Reservation
-	// LuaCode is compensate.lua's return code (1, 2, -1..-5), 0 if it did not run.
-	LuaCode int64
-	Reason  string
-}
 
 // ErrNotCompensable means PostgreSQL holds no rejection to compensate (the
 // reservation is absent, or in a status no compensation may start from):
@@ -53,10 +35,10 @@ const CompensationLease = 10 * time.Second
 // claim by lease for owner, then compensate.lua with the fixed compensation
 // id, then COMPENSATED + task APPLIED. A missing Redis reservation or any
 // conflict never adds stock: task MANUAL, reservation MANUAL_REVIEW.
-func (s *Store) Compensate(ctx context.Context, in CompensateInput, owner string) (CompensateResult, error) {
+func (s *Store) Compensate(ctx context.Context, in steps.CompensateInput, owner string) (steps.CompensateResult, error) {
 	r, err := s.authorizeCompensation(ctx, in.ReservationID)
 	if err != nil {
-		return CompensateResult{}, err
+		return steps.CompensateResult{}, err
 	}
 	if res, done, err := compensationStart(in.ReservationID, r.status); done || err != nil {
 		return res, err
@@ -66,30 +48,30 @@ func (s *Store) Compensate(ctx context.Context, in CompensateInput, owner string
 		s.m.Compensation.WithLabelValues("lease_held").Inc()
 	}
 	if err != nil {
-		return CompensateResult{}, err
+		return steps.CompensateResult{}, err
 	}
 	if taskStatus == state.CompensationManual {
-		return CompensateResult{Status: state.ReservationManualReview, Reason: "COMPENSATION_TASK_MANUAL"}, nil
+		return steps.CompensateResult{Status: state.ReservationManualReview, Reason: "COMPENSATION_TASK_MANUAL"}, nil
 	}
 	reply, err := s.compensateRedis(ctx, in, r)
 	if err != nil {
-		return CompensateResult{}, err
+		return steps.CompensateResult{}, err
 	}
 	code, text := int64(reply.Code), reply.Text
 	if reply.Code.Applied() {
 		if err := s.finishCompensation(ctx, in.ReservationID, owner, text); err != nil {
-			return CompensateResult{}, err
+			return steps.CompensateResult{}, err
 		}
 		s.m.Compensation.WithLabelValues(compensationLabel(reply.Code)).Inc()
 		s.log.InfoContext(ctx, "compensation.redis_applied", "reservation_id", in.ReservationID, "compensation_id", CompensationKey(in.ReservationID), "result", text)
-		return CompensateResult{Status: state.ReservationCompensated, LuaCode: code, Reason: text}, nil
+		return steps.CompensateResult{Status: state.ReservationCompensated, LuaCode: code, Reason: text}, nil
 	}
 	if err := s.toManual(ctx, in.ReservationID, owner, text); err != nil {
-		return CompensateResult{}, err
+		return steps.CompensateResult{}, err
 	}
 	s.m.Compensation.WithLabelValues(compensationLabel(reply.Code)).Inc()
 	s.log.ErrorContext(ctx, "compensation.redis_missing", "reservation_id", in.ReservationID, "lua_code", code, "result", text)
-	return CompensateResult{Status: state.ReservationManualReview, LuaCode: code, Reason: text}, nil
+	return steps.CompensateResult{Status: state.ReservationManualReview, LuaCode: code, Reason: text}, nil
 }
 
 // compensationLabel is seckill_compensation_total's result for
@@ -111,24 +93,24 @@ func compensationLabel(c lua.CompensateCode) string {
 // authorization whether the compensation goes on (COMPENSATING), is already
 // over (done: COMPENSATED or MANUAL_REVIEW, the result says which), or is
 // not allowed (ErrNotCompensable).
-func compensationStart(rid uuid.UUID, status state.Reservation) (res CompensateResult, done bool, err error) {
+func compensationStart(rid uuid.UUID, status state.Reservation) (res steps.CompensateResult, done bool, err error) {
 	switch status {
 	case state.ReservationCompensated, state.ReservationManualReview:
-		return CompensateResult{Status: status}, true, nil
+		return steps.CompensateResult{Status: status}, true, nil
 	case state.ReservationCompensating:
-		return CompensateResult{}, false, nil
+		return steps.CompensateResult{}, false, nil
 	}
-	return CompensateResult{}, false, fmt.Errorf("reservation %s is %s: %w: compensation not allowed", rid, status, ErrNotCompensable)
+	return steps.CompensateResult{}, false, fmt.Errorf("reservation %s is %s: %w: compensation not allowed", rid, status, ErrNotCompensable)
 }
 
 // compensateRedis runs compensate.lua with the fixed compensation id.
-func (s *Store) compensateRedis(ctx context.Context, in CompensateInput, r compensationSubject) (lua.CompensateReply, error) {
+func (s *Store) compensateRedis(ctx context.Context, in steps.CompensateInput, r compensationSubject) (lua.CompensateReply, error) {
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID, Bucket: in.Bucket}
 	reply, err := lua.Compensate(ctx, s.rdb, k, lua.CompensateArgs{ReservationID: in.ReservationID.String(),
 		CompensationID: CompensationKey(in.ReservationID), UserID: r.userID, NowMS: time.Now().UnixMilli(),
 		TTL: s.terminalTTL,
 		// Too late is not the user's doing: the user may try again.
-		FreeUserGuard: r.reason == ReasonDeadline})
+		FreeUserGuard: r.reason == steps.ReasonDeadline})
 	if err != nil {
 		// Unknown whether Redis applied it: the retry runs the script again and
 		// the marker makes that harmless.

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // fakeRow is a pgx.Row whose Scan is scripted.
@@ -75,7 +76,7 @@ func TestRejectUnprocessableInvalidMessage(t *testing.T) {
 	s := &Store{log: quiet()}
 	m := validMessage()
 	m.UserID = 0
-	_, err := s.RejectUnprocessable(context.Background(), UnprocessableInput{Message: m, Detail: "x"})
+	_, err := s.RejectUnprocessable(context.Background(), steps.UnprocessableInput{Message: m, Detail: "x"})
 	var ve *events.ValidationError
 	if !errors.Is(err, ErrNoDecision) || !errors.As(err, &ve) {
 		t.Fatalf("err = %v, want ErrNoDecision wrapping the validation error", err)
@@ -133,17 +134,17 @@ func TestCompensationStart(t *testing.T) {
 	rid := uuid.New()
 	tests := []struct {
 		status  state.Reservation
-		want    CompensateResult
+		want    steps.CompensateResult
 		done    bool
 		refused bool
 	}{
-		{state.ReservationCompensating, CompensateResult{}, false, false},
-		{state.ReservationCompensated, CompensateResult{Status: state.ReservationCompensated}, true, false},
-		{state.ReservationManualReview, CompensateResult{Status: state.ReservationManualReview}, true, false},
-		{state.ReservationReserved, CompensateResult{}, false, true},
-		{state.ReservationOrderCreated, CompensateResult{}, false, true},
-		{state.ReservationOrderRejected, CompensateResult{}, false, true},
-		{state.ReservationCancelled, CompensateResult{}, false, true},
+		{state.ReservationCompensating, steps.CompensateResult{}, false, false},
+		{state.ReservationCompensated, steps.CompensateResult{Status: state.ReservationCompensated}, true, false},
+		{state.ReservationManualReview, steps.CompensateResult{Status: state.ReservationManualReview}, true, false},
+		{state.ReservationReserved, steps.CompensateResult{}, false, true},
+		{state.ReservationOrderCreated, steps.CompensateResult{}, false, true},
+		{state.ReservationOrderRejected, steps.CompensateResult{}, false, true},
+		{state.ReservationCancelled, steps.CompensateResult{}, false, true},
 	}
 	for _, tt := range tests {
 		res, done, err := compensationStart(rid, tt.status)
@@ -168,13 +169,13 @@ func TestUnclaimedTask(t *testing.T) {
 
 func TestStillReserved(t *testing.T) {
 	tests := []struct {
-		res  ProjectionResult
+		res  steps.ProjectionResult
 		want bool
 	}{
-		{ProjectionResult{Code: int64(lua.ReleaseInvalidStatus), Text: "INVALID_STATUS:RESERVED"}, true},
-		{ProjectionResult{Code: int64(lua.ReleaseInvalidStatus), Text: "INVALID_STATUS:CANCELLED"}, false},
-		{ProjectionResult{Code: int64(lua.ReleaseMissing), Text: "INVALID_STATUS:RESERVED"}, false},
-		{ProjectionResult{Code: 1, Text: "RELEASED"}, false},
+		{steps.ProjectionResult{Code: int64(lua.ReleaseInvalidStatus), Text: "INVALID_STATUS:RESERVED"}, true},
+		{steps.ProjectionResult{Code: int64(lua.ReleaseInvalidStatus), Text: "INVALID_STATUS:CANCELLED"}, false},
+		{steps.ProjectionResult{Code: int64(lua.ReleaseMissing), Text: "INVALID_STATUS:RESERVED"}, false},
+		{steps.ProjectionResult{Code: 1, Text: "RELEASED"}, false},
 	}
 	for _, tt := range tests {
 		if got := stillReserved(tt.res); got != tt.want {

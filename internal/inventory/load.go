@@ -14,23 +14,12 @@ import (
 	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
-// ReservationState is where a reservation stands in PostgreSQL: what a saga
-// resumed after its predecessor was lost carries on from.
-type ReservationState struct {
-	// Status is the reservation's status; none when PostgreSQL has no row.
-	Status  state.Reservation
-	Reason  string
-	OrderID uuid.UUID
-	// OrderStatus and ExpiresAt are set when the reservation has an order.
-	OrderStatus state.Order
-	ExpiresAt   time.Time
-}
-
 // Load reads a reservation and its order.
-func (s *Store) Load(ctx context.Context, rid uuid.UUID) (ReservationState, error) {
-	var st ReservationState
+func (s *Store) Load(ctx context.Context, rid uuid.UUID) (steps.ReservationState, error) {
+	var st steps.ReservationState
 	var reason *string
 	var orderStatus *state.Order
 	var orderID *uuid.UUID
@@ -40,7 +29,7 @@ func (s *Store) Load(ctx context.Context, rid uuid.UUID) (ReservationState, erro
 		FROM inventory_reservation r LEFT JOIN orders o ON o.reservation_id = r.reservation_id
 		WHERE r.reservation_id = $1`, rid).Scan(&st.Status, &reason, &orderID, &orderStatus, &expires)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ReservationState{}, nil
+		return steps.ReservationState{}, nil
 	}
 	if err != nil {
 		return st, fmt.Errorf("read reservation %s: %w", rid, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // RejectInput names a reservation reconciliation found past its deadline.
@@ -52,7 +53,7 @@ func (s *Store) RejectOverdue(ctx context.Context, in RejectInput) (state.Reserv
 		return state.ReservationReserved, nil
 	}
 	if err == nil && status == state.ReservationOrderRejected {
-		s.log.InfoContext(ctx, "order.rejected", "reservation_id", in.ReservationID, "reason", ReasonDeadline)
+		s.log.InfoContext(ctx, "order.rejected", "reservation_id", in.ReservationID, "reason", steps.ReasonDeadline)
 	}
 	return status, err
 }
@@ -81,7 +82,7 @@ func rejectOverdueTx(ctx context.Context, tx pgx.Tx, in RejectInput) (state.Rese
 		return status, nil
 	}
 	sub.ReservationID = in.ReservationID
-	if err := Reject(ctx, tx, sub, ReasonDeadline); err != nil {
+	if err := Reject(ctx, tx, sub, steps.ReasonDeadline); err != nil {
 		return state.Reservation{}, err
 	}
 	return state.ReservationOrderRejected, nil

@@ -4,52 +4,27 @@ import (
 	"context"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state/steps"
 )
-
-// ProjectionInput names a created order to project onto Redis.
-type ProjectionInput struct {
-	ReservationID uuid.UUID
-	OrderID       uuid.UUID
-	ActivityID    int64
-	SKUID         int64
-	Bucket        int `json:",omitempty"` // the SKU's stock bucket (the message's)
-}
-
-// ProjectionResult is order_created.lua's (or release.lua's) answer.
-type ProjectionResult struct {
-	Code int64
-	Text string
-}
 
 // ProjectOrderCreated marks the Redis reservation ORDER_CREATED and moves its
 // unit open_reserved → committed, once (lua/order_created.lua). A missing or
 // conflicting Redis reservation changes nothing and is reported: PostgreSQL
 // holds the order; reconciliation rebuilds the projection.
-func (s *Store) ProjectOrderCreated(ctx context.Context, in ProjectionInput) (ProjectionResult, error) {
+func (s *Store) ProjectOrderCreated(ctx context.Context, in steps.ProjectionInput) (steps.ProjectionResult, error) {
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID, Bucket: in.Bucket}
 	reply, err := lua.OrderCreated(ctx, s.rdb, k, lua.OrderCreatedArgs{ReservationID: in.ReservationID.String(),
 		OrderID: in.OrderID.String()})
 	if err != nil {
-		return ProjectionResult{}, err
+		return steps.ProjectionResult{}, err
 	}
-	res := ProjectionResult{Code: int64(reply.Code), Text: reply.Text}
+	res := steps.ProjectionResult{Code: int64(reply.Code), Text: reply.Text}
 	if res.Code < 0 {
 		s.log.ErrorContext(ctx, "projection.order_created_conflict", "reservation_id", in.ReservationID, "order_id", in.OrderID,
 			"lua_code", res.Code, "result", res.Text)
 	}
 	return res, nil
-}
-
-// ReleaseInput names a cancelled order whose Redis unit is given back.
-type ReleaseInput struct {
-	ReservationID uuid.UUID
-	OrderID       uuid.UUID
-	ActivityID    int64
-	SKUID         int64
-	Bucket        int `json:",omitempty"` // the SKU's stock bucket (the message's)
 }
 
 // ReleaseRedis gives a cancelled order's unit back to Redis stock once
@@ -61,17 +36,17 @@ type ReleaseInput struct {
 // committed, out of send_due), then released (ORDER_CREATED → CANCELLED,
 // committed → available): both scripts are idempotent and the release marker
 // keeps the unit's return at most once.
-func (s *Store) ReleaseRedis(ctx context.Context, in ReleaseInput) (ProjectionResult, error) {
+func (s *Store) ReleaseRedis(ctx context.Context, in steps.ReleaseInput) (steps.ProjectionResult, error) {
 	res, err := s.release(ctx, in)
 	if err != nil || !stillReserved(res) {
 		return res, err
 	}
-	p, err := s.ProjectOrderCreated(ctx, ProjectionInput(in))
+	p, err := s.ProjectOrderCreated(ctx, steps.ProjectionInput(in))
 	if err != nil {
-		return ProjectionResult{}, err
+		return steps.ProjectionResult{}, err
 	}
 	if p.Code < 0 {
-		return ProjectionResult{Code: p.Code, Text: "projection before release: " + p.Text}, nil
+		return steps.ProjectionResult{Code: p.Code, Text: "projection before release: " + p.Text}, nil
 	}
 	s.log.InfoContext(ctx, "release.projected_first", "reservation_id", in.ReservationID, "order_id", in.OrderID, "result", p.Text)
 	return s.release(ctx, in)
@@ -83,19 +58,19 @@ const releaseStillReserved = "INVALID_STATUS:RESERVED"
 
 // stillReserved reports release.lua's answer for a reservation whose
 // projection never ran: the order is projected first, then released.
-func stillReserved(res ProjectionResult) bool {
+func stillReserved(res steps.ProjectionResult) bool {
 	return res.Code == int64(lua.ReleaseInvalidStatus) && res.Text == releaseStillReserved
 }
 
-func (s *Store) release(ctx context.Context, in ReleaseInput) (ProjectionResult, error) {
+func (s *Store) release(ctx context.Context, in steps.ReleaseInput) (steps.ProjectionResult, error) {
 	k := lua.Keys{ActivityID: in.ActivityID, SKUID: in.SKUID, Bucket: in.Bucket}
 	rid := in.ReservationID.String()
 	reply, err := lua.Release(ctx, s.rdb, k, lua.ReleaseArgs{ReservationID: rid, ReleaseID: "RELEASE:" + in.OrderID.String(),
 		NowMS: time.Now().UnixMilli(), TTL: s.terminalTTL})
 	if err != nil {
-		return ProjectionResult{}, err
+		return steps.ProjectionResult{}, err
 	}
-	res := ProjectionResult{Code: int64(reply.Code), Text: reply.Text}
+	res := steps.ProjectionResult{Code: int64(reply.Code), Text: reply.Text}
 	if res.Code < 0 && res.Text != releaseStillReserved {
 		s.log.ErrorContext(ctx, "release.redis_not_applied", "reservation_id", rid, "order_id", in.OrderID, "lua_code", res.Code, "result", res.Text)
 	}

@@ -24,21 +24,6 @@ import (
 	"github.com/seckill/seckill/internal/platform/pg"
 )
 
-// Rejection reasons recorded in inventory_reservation.reason_code.
-const (
-	ReasonDeadline        = "BUSINESS_DEADLINE_EXCEEDED"
-	ReasonStockExhausted  = "STOCK_EXHAUSTED"
-	ReasonDuplicateOrder  = "DUPLICATE_ORDER"
-	ReasonPayloadConflict = "PAYLOAD_CONFLICT"
-	ReasonUnknownSKU      = "UNKNOWN_SKU"
-	// ReasonUserCap: the user held the sale's max_per_user reservations
-	// (docs/spec.md#user-cap).
-	ReasonUserCap = "USER_CAP_REACHED"
-	// ReasonUnprocessable: the order transaction failed for good (a
-	// permanent database error); recorded as ORDER_UNPROCESSABLE:<detail>.
-	ReasonUnprocessable = "ORDER_UNPROCESSABLE"
-)
-
 // CompensationKey is the fixed idempotency key (and Redis compensation id)
 // of a reservation's Redis release.
 func CompensationKey(rid uuid.UUID) string { return "RELEASE_REDIS_RESERVATION:" + rid.String() }

@@ -7,18 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
-
-// UnprocessableInput names a reservation whose order transaction failed for
-// good, and why.
-type UnprocessableInput struct {
-	Message events.OrderCreateRequested
-	// Detail says what refused it (an SQLSTATE, an error type), at most
-	// 40 characters: it becomes part of the reason code.
-	Detail string
-}
 
 // ErrNoDecision means PostgreSQL cannot record a reservation at all: the
 // caller has no durable decision to build on (manual review).
@@ -32,7 +23,7 @@ var ErrNoDecision = errors.New("reservation cannot be recorded in PostgreSQL")
 // compensation then gives the Redis unit back through the standard path. It
 // returns the reservation's status afterwards: a reservation that already
 // moved on (an order made by another delivery, a rejection) is left as it is.
-func (s *Store) RejectUnprocessable(ctx context.Context, in UnprocessableInput) (state.Reservation, error) {
+func (s *Store) RejectUnprocessable(ctx context.Context, in steps.UnprocessableInput) (state.Reservation, error) {
 	if err := in.Message.Validate(); err != nil {
 		return state.Reservation{}, fmt.Errorf("reject %s as unprocessable: %w: %w", in.Message.ReservationID, ErrNoDecision, err)
 	}
@@ -70,7 +61,7 @@ func (s *Store) RejectUnprocessable(ctx context.Context, in UnprocessableInput) 
 // ORDER_UNPROCESSABLE, with ":" and the first 40 bytes of detail if any.
 func unprocessableReason(detail string) string {
 	if detail == "" {
-		return ReasonUnprocessable
+		return steps.ReasonUnprocessable
 	}
-	return ReasonUnprocessable + ":" + detail[:min(len(detail), 40)]
+	return steps.ReasonUnprocessable + ":" + detail[:min(len(detail), 40)]
 }

@@ -19,43 +19,12 @@ import (
 	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/platform/metrics"
-	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // ConsumerGroup is the consumer_inbox group of the order transaction: the
 // order service's idempotency record for ORDER_CREATE_REQUESTED.
 const ConsumerGroup = "order-create"
-
-// Outcome is the business result of Create.
-type Outcome string
-
-// Outcomes of Create. None of them is an error: they are decisions. Three
-// are spelled as the reservation status they leave (variables: a state
-// status has no constant).
-var (
-	// OutcomeCreated: the order exists (now, or from an earlier delivery).
-	OutcomeCreated = Outcome(state.ReservationOrderCreated.String())
-	// OutcomeRejected: PostgreSQL durably rejected the reservation
-	// (ORDER_REJECTED + compensation_task + outbox in one transaction).
-	OutcomeRejected = Outcome(state.ReservationOrderRejected.String())
-	// OutcomeLate: the reservation was already compensated or cancelled
-	// before this message: no order, no second compensation.
-	OutcomeLate Outcome = "LATE_AFTER_COMPENSATION"
-	// OutcomeManual: automation cannot decide (e.g. same message_id with a
-	// different payload, or the reservation is under manual review).
-	OutcomeManual = Outcome(state.ReservationManualReview.String())
-)
-
-// CreateResult is what Create decided.
-type CreateResult struct {
-	Outcome   Outcome
-	OrderID   uuid.UUID
-	ExpiresAt time.Time
-	Reason    string
-	// Duplicate is true when the inbox already held this message: the result
-	// is the one recorded by the first processing.
-	Duplicate bool
-}
 
 // ErrCommitUnknown marks a commit whose outcome could not be established; the
 // caller retries with the same message_id, never compensates (docs/spec.md#commit-unknown).
@@ -105,20 +74,20 @@ func NewStore(d Deps) (*Store, error) {
 // statement: one round trip, and the hot stock row locked from its update to
 // the commit only. At-least-once safe: every retry and every duplicate
 // delivery lands on the same rows.
-func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (CreateResult, error) {
+func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (steps.CreateOrderResult, error) {
 	if err := m.Validate(); err != nil {
-		return CreateResult{Outcome: OutcomeManual, Reason: "INVALID_MESSAGE: " + err.Error()}, nil
+		return steps.CreateOrderResult{Outcome: steps.OutcomeManual, Reason: "INVALID_MESSAGE: " + err.Error()}, nil
 	}
 	hash := inbox.PayloadHash(m)
 	inner := []string{failpoint.AfterInboxInsert, failpoint.AfterOrderInsert, failpoint.AfterPGStockDecrement}
 	if err := s.prepareFailpoints(ctx, inner); err != nil {
-		return CreateResult{}, fmt.Errorf("order transaction of message %s: %w", m.MessageID, err)
+		return steps.CreateOrderResult{}, fmt.Errorf("order transaction of message %s: %w", m.MessageID, err)
 	}
 	fail := s.fp.Next(inner...)
 	query, extra, err := s.createStatement(ctx, fail.Name)
 	if err != nil {
 		s.fp.Unfire(fail)
-		return CreateResult{}, fmt.Errorf("order transaction of message %s: %w", m.MessageID, err)
+		return steps.CreateOrderResult{}, fmt.Errorf("order transaction of message %s: %w", m.MessageID, err)
 	}
 	row, err := s.call(ctx, query, m, hash, extra)
 	kind := classifyCall(err)
@@ -135,9 +104,9 @@ func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (Crea
 	case err == nil:
 		err = s.fp.Check(failpoint.DuringCommitResponse) // committed, but we act as if its answer was lost
 	case kind == callFailpoint:
-		return CreateResult{}, s.fp.Fire(fail) // rolled back where the failpoint stood
+		return steps.CreateOrderResult{}, s.fp.Fire(fail) // rolled back where the failpoint stood
 	case kind == callRefused:
-		return CreateResult{}, fmt.Errorf("order transaction of message %s: %w", m.MessageID, err)
+		return steps.CreateOrderResult{}, fmt.Errorf("order transaction of message %s: %w", m.MessageID, err)
 	}
 	if err != nil {
 		s.m.CommitUnknown.Inc()
@@ -149,13 +118,13 @@ func (s *Store) Create(ctx context.Context, m events.OrderCreateRequested) (Crea
 	}
 	res := row.result()
 	s.count(res)
-	if res.Outcome == OutcomeRejected {
+	if res.Outcome == steps.OutcomeRejected {
 		s.log.InfoContext(ctx, "order.rejected", "reservation_id", m.ReservationID, "message_id", m.MessageID, "reason", res.Reason)
 	}
 	s.log.InfoContext(ctx, "order.transaction_committed", "reservation_id", m.ReservationID, "message_id", m.MessageID,
 		"order_id", res.OrderID, "result", res.Outcome, "reason", res.Reason)
 	if err := s.fp.Check(failpoint.AfterPGCommitBeforeAck); err != nil {
-		return CreateResult{}, err // committed; the caller never hears: the retry finds the inbox row
+		return steps.CreateOrderResult{}, err // committed; the caller never hears: the retry finds the inbox row
 	}
 	return res, nil
 }
@@ -219,8 +188,8 @@ func (s *Store) call(ctx context.Context, query string, m events.OrderCreateRequ
 	return r, err
 }
 
-func (r fnRow) result() CreateResult {
-	res := CreateResult{Outcome: Outcome(deref(r.outcome)), Reason: deref(r.reason)}
+func (r fnRow) result() steps.CreateOrderResult {
+	res := steps.CreateOrderResult{Outcome: steps.OrderOutcome(deref(r.outcome)), Reason: deref(r.reason)}
 	if r.orderID != nil {
 		res.OrderID = *r.orderID
 	}
@@ -242,15 +211,15 @@ func deref(s *string) string {
 }
 
 // count records a Create outcome in seckill_order_create_total.
-func (s *Store) count(r CreateResult) {
-	label := map[Outcome]string{OutcomeCreated: "created", OutcomeLate: "late", OutcomeManual: "manual"}[r.Outcome]
+func (s *Store) count(r steps.CreateOrderResult) {
+	label := map[steps.OrderOutcome]string{steps.OutcomeCreated: "created", steps.OutcomeLate: "late", steps.OutcomeManual: "manual"}[r.Outcome]
 	switch {
 	case r.Duplicate:
 		label = "duplicate"
-	case r.Outcome == OutcomeRejected:
-		label = map[string]string{inventory.ReasonStockExhausted: "rejected_stock", inventory.ReasonDeadline: "rejected_deadline",
-			inventory.ReasonDuplicateOrder: "rejected_duplicate_order", inventory.ReasonUnknownSKU: "rejected_unknown_sku",
-			inventory.ReasonUserCap: "rejected_user_cap"}[r.Reason]
+	case r.Outcome == steps.OutcomeRejected:
+		label = map[string]string{steps.ReasonStockExhausted: "rejected_stock", steps.ReasonDeadline: "rejected_deadline",
+			steps.ReasonDuplicateOrder: "rejected_duplicate_order", steps.ReasonUnknownSKU: "rejected_unknown_sku",
+			steps.ReasonUserCap: "rejected_user_cap"}[r.Reason]
 	}
 	if label != "" {
 		s.m.OrderCreate.WithLabelValues(label).Inc()
@@ -260,17 +229,17 @@ func (s *Store) count(r CreateResult) {
 // recorded returns the result an earlier processing of messageID recorded
 // in rec, or OutcomeManual when the same message_id came with a different
 // payload.
-func (s *Store) recorded(ctx context.Context, messageID uuid.UUID, hash []byte, rec inbox.Record) (CreateResult, error) {
+func (s *Store) recorded(ctx context.Context, messageID uuid.UUID, hash []byte, rec inbox.Record) (steps.CreateOrderResult, error) {
 	if !rec.Same(hash) {
 		s.m.InboxPayloadConflict.Inc()
 		s.log.ErrorContext(ctx, "order.inbox_payload_conflict", "message_id", messageID, "error_class", "payload_conflict")
-		return CreateResult{Outcome: OutcomeManual, Reason: inventory.ReasonPayloadConflict, Duplicate: true}, nil
+		return steps.CreateOrderResult{Outcome: steps.OutcomeManual, Reason: steps.ReasonPayloadConflict, Duplicate: true}, nil
 	}
 	if rec.Code == "PROCESSING" {
-		return CreateResult{}, fmt.Errorf("inbox of %s still PROCESSING outside its transaction", messageID)
+		return steps.CreateOrderResult{}, fmt.Errorf("inbox of %s still PROCESSING outside its transaction", messageID)
 	}
 	out, reason := parseResultCode(rec.Code)
-	res := CreateResult{Outcome: out, Reason: reason, Duplicate: true}
+	res := steps.CreateOrderResult{Outcome: out, Reason: reason, Duplicate: true}
 	if rec.OrderID != nil {
 		res.OrderID = *rec.OrderID
 	}
@@ -284,26 +253,26 @@ func (s *Store) recorded(ctx context.Context, messageID uuid.UUID, hash []byte, 
 // resolveCommitOutcome settles a commit that returned an error: the
 // transaction may have committed. It asks PostgreSQL on a fresh connection
 // by the stable key (consumer_group, message_id) and never compensates.
-func (s *Store) resolveCommitOutcome(ctx context.Context, m events.OrderCreateRequested, hash []byte, commitErr error) (CreateResult, error) {
+func (s *Store) resolveCommitOutcome(ctx context.Context, m events.OrderCreateRequested, hash []byte, commitErr error) (steps.CreateOrderResult, error) {
 	s.log.WarnContext(ctx, "order.commit_unknown", "reservation_id", m.ReservationID, "message_id", m.MessageID, "error", commitErr)
 	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
 	exists, err := inbox.Exists(vctx, s.verify, ConsumerGroup, m.MessageID)
 	if err != nil {
-		return CreateResult{}, fmt.Errorf("%w: commit error: %w; verify error: %w", ErrCommitUnknown, commitErr, err)
+		return steps.CreateOrderResult{}, fmt.Errorf("%w: commit error: %w; verify error: %w", ErrCommitUnknown, commitErr, err)
 	}
 	if !exists {
 		// Rolled back: the retry re-runs the whole transaction with the same IDs.
-		return CreateResult{}, fmt.Errorf("%w: commit error: %w; no inbox row: retry", ErrCommitUnknown, commitErr)
+		return steps.CreateOrderResult{}, fmt.Errorf("%w: commit error: %w; no inbox row: retry", ErrCommitUnknown, commitErr)
 	}
 	rec, err := inbox.Lookup(vctx, s.verify, ConsumerGroup, m.MessageID)
 	if err != nil {
-		return CreateResult{}, fmt.Errorf("%w: commit error: %w; verify error: %w", ErrCommitUnknown, commitErr, err)
+		return steps.CreateOrderResult{}, fmt.Errorf("%w: commit error: %w; verify error: %w", ErrCommitUnknown, commitErr, err)
 	}
 	return s.recorded(vctx, m.MessageID, hash, rec)
 }
 
-func parseResultCode(code string) (Outcome, string) {
+func parseResultCode(code string) (steps.OrderOutcome, string) {
 	o, reason, _ := strings.Cut(code, ":")
-	return Outcome(o), reason
+	return steps.OrderOutcome(o), reason
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/inbox"
-	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/internal/platform/metrics"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // testStore is a Store with only its logger and metrics: enough for the
@@ -51,14 +51,14 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[str
 func TestParseResultCode(t *testing.T) {
 	tests := []struct {
 		code       string
-		wantOut    Outcome
+		wantOut    steps.OrderOutcome
 		wantReason string
 	}{
-		{"ORDER_CREATED", OutcomeCreated, ""},
-		{"ORDER_REJECTED:STOCK_EXHAUSTED", OutcomeRejected, inventory.ReasonStockExhausted},
-		{"ORDER_REJECTED:BUSINESS_DEADLINE_EXCEEDED", OutcomeRejected, inventory.ReasonDeadline},
-		{"LATE_AFTER_COMPENSATION:COMPENSATED", OutcomeLate, "COMPENSATED"},
-		{"MANUAL_REVIEW:ORDER_UNPROCESSABLE:23505", OutcomeManual, "ORDER_UNPROCESSABLE:23505"},
+		{"ORDER_CREATED", steps.OutcomeCreated, ""},
+		{"ORDER_REJECTED:STOCK_EXHAUSTED", steps.OutcomeRejected, steps.ReasonStockExhausted},
+		{"ORDER_REJECTED:BUSINESS_DEADLINE_EXCEEDED", steps.OutcomeRejected, steps.ReasonDeadline},
+		{"LATE_AFTER_COMPENSATION:COMPENSATED", steps.OutcomeLate, "COMPENSATED"},
+		{"MANUAL_REVIEW:ORDER_UNPROCESSABLE:23505", steps.OutcomeManual, "ORDER_UNPROCESSABLE:23505"},
 		{"", "", ""},
 	}
 	for _, tt := range tests {
@@ -72,8 +72,8 @@ func TestParseResultCode(t *testing.T) {
 func TestOutcomesAreTheReservationStatuses(t *testing.T) {
 	// The recorded result codes are reservation statuses: the outcome words
 	// must stay those of state.Reservation.
-	for out, want := range map[Outcome]string{OutcomeCreated: "ORDER_CREATED", OutcomeRejected: "ORDER_REJECTED",
-		OutcomeManual: "MANUAL_REVIEW", OutcomeLate: "LATE_AFTER_COMPENSATION"} {
+	for out, want := range map[steps.OrderOutcome]string{steps.OutcomeCreated: "ORDER_CREATED", steps.OutcomeRejected: "ORDER_REJECTED",
+		steps.OutcomeManual: "MANUAL_REVIEW", steps.OutcomeLate: "LATE_AFTER_COMPENSATION"} {
 		if string(out) != want {
 			t.Errorf("outcome %q, want %q", out, want)
 		}
@@ -86,11 +86,11 @@ func TestFnRowResult(t *testing.T) {
 	tests := []struct {
 		name string
 		row  fnRow
-		want CreateResult
+		want steps.CreateOrderResult
 	}{
 		{"all set", fnRow{outcome: &out, reason: &reason, orderID: &oid, expiresAt: &exp},
-			CreateResult{Outcome: OutcomeCreated, Reason: "why", OrderID: oid, ExpiresAt: exp}},
-		{"nulls are zero values", fnRow{}, CreateResult{}},
+			steps.CreateOrderResult{Outcome: steps.OutcomeCreated, Reason: "why", OrderID: oid, ExpiresAt: exp}},
+		{"nulls are zero values", fnRow{}, steps.CreateOrderResult{}},
 	}
 	for _, tt := range tests {
 		if got := tt.row.result(); got != tt.want {
@@ -112,21 +112,21 @@ func TestFnRowRecord(t *testing.T) {
 
 func TestCount(t *testing.T) {
 	tests := []struct {
-		res   CreateResult
+		res   steps.CreateOrderResult
 		label string // "" means no sample at all
 	}{
-		{CreateResult{Outcome: OutcomeCreated}, "created"},
-		{CreateResult{Outcome: OutcomeLate}, "late"},
-		{CreateResult{Outcome: OutcomeManual}, "manual"},
-		{CreateResult{Outcome: OutcomeCreated, Duplicate: true}, "duplicate"},
-		{CreateResult{Outcome: OutcomeRejected, Duplicate: true, Reason: inventory.ReasonStockExhausted}, "duplicate"},
-		{CreateResult{Outcome: OutcomeRejected, Reason: inventory.ReasonStockExhausted}, "rejected_stock"},
-		{CreateResult{Outcome: OutcomeRejected, Reason: inventory.ReasonUserCap}, "rejected_user_cap"},
-		{CreateResult{Outcome: OutcomeRejected, Reason: inventory.ReasonDeadline}, "rejected_deadline"},
-		{CreateResult{Outcome: OutcomeRejected, Reason: inventory.ReasonDuplicateOrder}, "rejected_duplicate_order"},
-		{CreateResult{Outcome: OutcomeRejected, Reason: inventory.ReasonUnknownSKU}, "rejected_unknown_sku"},
-		{CreateResult{Outcome: OutcomeRejected, Reason: "SOMETHING_ELSE"}, ""},
-		{CreateResult{Outcome: "BOGUS"}, ""},
+		{steps.CreateOrderResult{Outcome: steps.OutcomeCreated}, "created"},
+		{steps.CreateOrderResult{Outcome: steps.OutcomeLate}, "late"},
+		{steps.CreateOrderResult{Outcome: steps.OutcomeManual}, "manual"},
+		{steps.CreateOrderResult{Outcome: steps.OutcomeCreated, Duplicate: true}, "duplicate"},
+		{steps.CreateOrderResult{Outcome: steps.OutcomeRejected, Duplicate: true, Reason: steps.ReasonStockExhausted}, "duplicate"},
+		{steps.CreateOrderResult{Outcome: steps.OutcomeRejected, Reason: steps.ReasonStockExhausted}, "rejected_stock"},
+		{steps.CreateOrderResult{Outcome: steps.OutcomeRejected, Reason: steps.ReasonUserCap}, "rejected_user_cap"},
+		{steps.CreateOrderResult{Outcome: steps.OutcomeRejected, Reason: steps.ReasonDeadline}, "rejected_deadline"},
+		{steps.CreateOrderResult{Outcome: steps.OutcomeRejected, Reason: steps.ReasonDuplicateOrder}, "rejected_duplicate_order"},
+		{steps.CreateOrderResult{Outcome: steps.OutcomeRejected, Reason: steps.ReasonUnknownSKU}, "rejected_unknown_sku"},
+		{steps.CreateOrderResult{Outcome: steps.OutcomeRejected, Reason: "SOMETHING_ELSE"}, ""},
+		{steps.CreateOrderResult{Outcome: "BOGUS"}, ""},
 	}
 	for _, tt := range tests {
 		s, reg := testStore()
@@ -156,18 +156,18 @@ func TestRecorded(t *testing.T) {
 	tests := []struct {
 		name         string
 		rec          inbox.Record
-		want         CreateResult
+		want         steps.CreateOrderResult
 		wantErr      string
 		wantConflict float64
 	}{
 		{"same payload, created", inbox.Record{Hash: hash, Code: "ORDER_CREATED", OrderID: &oid, ExpiresAt: &exp},
-			CreateResult{Outcome: OutcomeCreated, OrderID: oid, ExpiresAt: exp, Duplicate: true}, "", 0},
+			steps.CreateOrderResult{Outcome: steps.OutcomeCreated, OrderID: oid, ExpiresAt: exp, Duplicate: true}, "", 0},
 		{"same payload, rejected", inbox.Record{Hash: hash, Code: "ORDER_REJECTED:STOCK_EXHAUSTED"},
-			CreateResult{Outcome: OutcomeRejected, Reason: inventory.ReasonStockExhausted, Duplicate: true}, "", 0},
+			steps.CreateOrderResult{Outcome: steps.OutcomeRejected, Reason: steps.ReasonStockExhausted, Duplicate: true}, "", 0},
 		{"different payload is manual", inbox.Record{Hash: []byte("other"), Code: "ORDER_CREATED", OrderID: &oid},
-			CreateResult{Outcome: OutcomeManual, Reason: inventory.ReasonPayloadConflict, Duplicate: true}, "", 1},
+			steps.CreateOrderResult{Outcome: steps.OutcomeManual, Reason: steps.ReasonPayloadConflict, Duplicate: true}, "", 1},
 		{"PROCESSING outside its transaction is an error", inbox.Record{Hash: hash, Code: "PROCESSING"},
-			CreateResult{}, "still PROCESSING", 0},
+			steps.CreateOrderResult{}, "still PROCESSING", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,7 +194,7 @@ func TestCreateInvalidMessageIsManual(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Outcome != OutcomeManual || !strings.HasPrefix(res.Reason, "INVALID_MESSAGE: ") || !strings.Contains(res.Reason, "schema_version") {
+	if res.Outcome != steps.OutcomeManual || !strings.HasPrefix(res.Reason, "INVALID_MESSAGE: ") || !strings.Contains(res.Reason, "schema_version") {
 		t.Errorf("Create(invalid) = %+v, want MANUAL_REVIEW with INVALID_MESSAGE: schema_version…", res)
 	}
 }

@@ -7,54 +7,40 @@ import (
 	"log/slog"
 
 	"github.com/google/uuid"
+
+	"github.com/seckill/seckill/state/steps"
 )
-
-// CloseOutcome is what closing an order's payment at the provider found.
-type CloseOutcome string
-
-// Close outcomes.
-const (
-	CloseClosed    CloseOutcome = "CLOSED"     // the provider closed the unpaid payment
-	CloseNoPayment CloseOutcome = "NO_PAYMENT" // the provider never saw a payment for the order
-	ClosePaid      CloseOutcome = "PAID"       // the provider says it was paid: record it, never cancel
-)
-
-// CloseResult is what the provider said when asked to close.
-type CloseResult struct {
-	Outcome  CloseOutcome
-	Evidence Evidence
-}
 
 // CloseAt asks the provider about the order's payment (query, then close).
 // It runs outside any transaction; retries are safe (the provider is
 // idempotent). A payment that was paid meanwhile is ClosePaid with its evidence.
-func CloseAt(ctx context.Context, p Provider, orderID uuid.UUID, log *slog.Logger) (CloseResult, error) {
+func CloseAt(ctx context.Context, p Provider, orderID uuid.UUID, log *slog.Logger) (steps.CloseResult, error) {
 	pay, err := p.FindByOrder(ctx, orderID)
 	if errors.Is(err, ErrNoPayment) {
-		return CloseResult{Outcome: CloseNoPayment}, nil
+		return steps.CloseResult{Outcome: steps.CloseNoPayment}, nil
 	}
 	if err != nil {
-		return CloseResult{}, fmt.Errorf("query provider for %s: %w", orderID, err)
+		return steps.CloseResult{}, fmt.Errorf("query provider for %s: %w", orderID, err)
 	}
 	switch pay.Status {
 	case ProviderPaid:
-		return CloseResult{Outcome: ClosePaid, Evidence: pay.Evidence(p.Name())}, nil
+		return steps.CloseResult{Outcome: steps.ClosePaid, Evidence: pay.Evidence(p.Name())}, nil
 	case ProviderClosed, ProviderRefunded:
-		return CloseResult{Outcome: CloseClosed}, nil
+		return steps.CloseResult{Outcome: steps.CloseClosed}, nil
 	}
 	closed, err := p.Close(ctx, pay.TransactionID)
 	var paid *AlreadyPaidError
 	if errors.As(err, &paid) {
 		log.WarnContext(ctx, "payment.cancel_race_detected", "order_id", orderID, "transaction_id", pay.TransactionID)
-		return CloseResult{Outcome: ClosePaid, Evidence: paid.Payment.Evidence(p.Name())}, nil
+		return steps.CloseResult{Outcome: steps.ClosePaid, Evidence: paid.Payment.Evidence(p.Name())}, nil
 	}
 	if err != nil {
-		return CloseResult{}, fmt.Errorf("close payment %s: %w", pay.TransactionID, err)
+		return steps.CloseResult{}, fmt.Errorf("close payment %s: %w", pay.TransactionID, err)
 	}
 	if closed.Status == ProviderPaid {
-		return CloseResult{Outcome: ClosePaid, Evidence: closed.Evidence(p.Name())}, nil
+		return steps.CloseResult{Outcome: steps.ClosePaid, Evidence: closed.Evidence(p.Name())}, nil
 	}
-	return CloseResult{Outcome: CloseClosed}, nil
+	return steps.CloseResult{Outcome: steps.CloseClosed}, nil
 }
 
 // ProviderState is what the provider says of an order's payment.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/seckill/seckill/state/steps"
 )
 
 // fakeProvider is a Provider whose FindByOrder and Close are scripted; the
@@ -54,7 +56,7 @@ func TestCloseAt(t *testing.T) {
 	pay := func(st ProviderStatus) ProviderPayment {
 		return ProviderPayment{TransactionID: "txn_1", OrderID: order, AmountCents: 4999, Status: st, PaidAt: paidAt}
 	}
-	evidence := Evidence{OrderID: order, Provider: "fake", TransactionID: "txn_1", AmountCents: 4999, PaidAt: paidAt}
+	evidence := steps.Evidence{OrderID: order, Provider: "fake", TransactionID: "txn_1", AmountCents: 4999, PaidAt: paidAt}
 	boom := errors.New("boom")
 	found := func(p ProviderPayment, err error) func(uuid.UUID) (ProviderPayment, error) {
 		return func(uuid.UUID) (ProviderPayment, error) { return p, err }
@@ -66,20 +68,20 @@ func TestCloseAt(t *testing.T) {
 		name       string
 		find       func(uuid.UUID) (ProviderPayment, error)
 		close      func(string) (ProviderPayment, error)
-		want       CloseResult
+		want       steps.CloseResult
 		wantErr    error
 		wantClosed int
 	}{
-		{"no payment at the provider", found(ProviderPayment{}, ErrNoPayment), nil, CloseResult{Outcome: CloseNoPayment}, nil, 0},
-		{"query fails", found(ProviderPayment{}, boom), nil, CloseResult{}, boom, 0},
-		{"paid: evidence, never closed", found(pay(ProviderPaid), nil), nil, CloseResult{Outcome: ClosePaid, Evidence: evidence}, nil, 0},
-		{"already closed", found(pay(ProviderClosed), nil), nil, CloseResult{Outcome: CloseClosed}, nil, 0},
-		{"refunded counts as closed", found(pay(ProviderRefunded), nil), nil, CloseResult{Outcome: CloseClosed}, nil, 0},
-		{"pending is closed", found(pay(ProviderPending), nil), closes(pay(ProviderClosed), nil), CloseResult{Outcome: CloseClosed}, nil, 1},
+		{"no payment at the provider", found(ProviderPayment{}, ErrNoPayment), nil, steps.CloseResult{Outcome: steps.CloseNoPayment}, nil, 0},
+		{"query fails", found(ProviderPayment{}, boom), nil, steps.CloseResult{}, boom, 0},
+		{"paid: evidence, never closed", found(pay(ProviderPaid), nil), nil, steps.CloseResult{Outcome: steps.ClosePaid, Evidence: evidence}, nil, 0},
+		{"already closed", found(pay(ProviderClosed), nil), nil, steps.CloseResult{Outcome: steps.CloseClosed}, nil, 0},
+		{"refunded counts as closed", found(pay(ProviderRefunded), nil), nil, steps.CloseResult{Outcome: steps.CloseClosed}, nil, 0},
+		{"pending is closed", found(pay(ProviderPending), nil), closes(pay(ProviderClosed), nil), steps.CloseResult{Outcome: steps.CloseClosed}, nil, 1},
 		{"close races a payment (AlreadyPaidError)", found(pay(ProviderPending), nil),
-			closes(ProviderPayment{}, &AlreadyPaidError{Payment: pay(ProviderPaid)}), CloseResult{Outcome: ClosePaid, Evidence: evidence}, nil, 1},
-		{"close answers paid", found(pay(ProviderPending), nil), closes(pay(ProviderPaid), nil), CloseResult{Outcome: ClosePaid, Evidence: evidence}, nil, 1},
-		{"close fails", found(pay(ProviderPending), nil), closes(ProviderPayment{}, boom), CloseResult{}, boom, 1},
+			closes(ProviderPayment{}, &AlreadyPaidError{Payment: pay(ProviderPaid)}), steps.CloseResult{Outcome: steps.ClosePaid, Evidence: evidence}, nil, 1},
+		{"close answers paid", found(pay(ProviderPending), nil), closes(pay(ProviderPaid), nil), steps.CloseResult{Outcome: steps.ClosePaid, Evidence: evidence}, nil, 1},
+		{"close fails", found(pay(ProviderPending), nil), closes(ProviderPayment{}, boom), steps.CloseResult{}, boom, 1},
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, tt := range tests {

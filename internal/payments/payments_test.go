@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill/internal/ids"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 func TestPaymentID(t *testing.T) {
@@ -41,7 +42,7 @@ func TestRefundID(t *testing.T) {
 func TestEvidence(t *testing.T) {
 	order, at := uuid.New(), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := ProviderPayment{TransactionID: "txn_9", OrderID: order, AmountCents: 123, Status: ProviderPaid, PaidAt: at}
-	want := Evidence{OrderID: order, Provider: "paysim", TransactionID: "txn_9", AmountCents: 123, PaidAt: at}
+	want := steps.Evidence{OrderID: order, Provider: "paysim", TransactionID: "txn_9", AmountCents: 123, PaidAt: at}
 	if got := p.Evidence("paysim"); got != want {
 		t.Errorf("Evidence = %+v, want %+v", got, want)
 	}

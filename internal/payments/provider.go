@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/seckill/seckill/state/steps"
 )
 
 // ProviderPayment is a payment as the provider sees it.
@@ -61,6 +63,6 @@ type Provider interface {
 }
 
 // Evidence turns a paid provider payment into payment evidence.
-func (p ProviderPayment) Evidence(provider string) Evidence {
-	return Evidence{OrderID: p.OrderID, Provider: provider, TransactionID: p.TransactionID, AmountCents: p.AmountCents, PaidAt: p.PaidAt}
+func (p ProviderPayment) Evidence(provider string) steps.Evidence {
+	return steps.Evidence{OrderID: p.OrderID, Provider: provider, TransactionID: p.TransactionID, AmountCents: p.AmountCents, PaidAt: p.PaidAt}
 }

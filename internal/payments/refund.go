@@ -12,20 +12,12 @@ import (
 	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // ErrNotRefundable means the payment is not one to give back (it is what
 // paid its order, or PostgreSQL holds no such payment): no retry changes it.
 var ErrNotRefundable = errors.New("not refundable")
-
-// Refund is a payment to give back.
-type Refund struct {
-	PaymentID     uuid.UUID
-	OrderID       uuid.UUID
-	Provider      string
-	TransactionID string
-	AmountCents   int64
-}
 
 // RefundID is the fixed refund id of a payment (the provider dedupes on it).
 func RefundID(paymentID uuid.UUID) string { return "refund_" + ids.Named("REFUND", paymentID).String() }
@@ -51,8 +43,8 @@ func oweRefund(ctx context.Context, tx pgx.Tx, paymentID uuid.UUID) error {
 // BeginRefund moves a successful payment of a CANCELLED order to REFUNDING
 // (payment and order) and returns what to refund. A payment already
 // refunding or refunded is returned as is; a PAID order is never refunded here.
-func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, state.Payment, error) {
-	var r Refund
+func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (steps.Refund, state.Payment, error) {
+	var r steps.Refund
 	var status state.Payment
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var orderStatus state.Order
@@ -99,7 +91,7 @@ func (s *Store) BeginRefund(ctx context.Context, paymentID uuid.UUID) (Refund, s
 
 // FinishRefund records the provider's refund: payment and order REFUNDED,
 // the refund obligation done, with a PAYMENT_REFUNDED outbox event.
-func (s *Store) FinishRefund(ctx context.Context, r Refund) error {
+func (s *Store) FinishRefund(ctx context.Context, r steps.Refund) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `UPDATE refund_task SET status = 'DONE', last_error = NULL, updated_at = clock_timestamp()
 			WHERE payment_id = $1 AND status <> 'DONE'`, r.PaymentID); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // paidBy is whose payment an order's payment_id names.
@@ -199,24 +200,24 @@ func TestRefundRuleRecord(t *testing.T) {
 		order   state.Order
 		by      paidBy
 		payment state.Payment // the payment already recorded ("" none): a repeated callback
-		outcome payments.Outcome
+		outcome steps.RecordOutcome
 		owed    bool
 	}{
-		{"created", state.OrderCreated, byNone, state.Payment{}, payments.Paid, false},
-		{"paying", state.OrderPaying, byNone, state.Payment{}, payments.Paid, false},
-		{"cancel pending", state.OrderCancelPending, byNone, state.Payment{}, payments.Paid, false},
-		{"paid, repeated callback", state.OrderPaid, bySelf, state.PaymentSuccess, payments.AlreadyPaid, false},
-		{"paid by another", state.OrderPaid, byOther, state.Payment{}, payments.DuplicatePayment, true},
-		{"paid by another, repeated callback", state.OrderPaid, byOther, state.PaymentSuccess, payments.DuplicatePayment, true},
-		{"paid, no payment_id", state.OrderPaid, byNone, state.Payment{}, payments.AlreadyPaid, false},
-		{"cancelled", state.OrderCancelled, byNone, state.Payment{}, payments.PaidAfterCancel, true},
-		{"cancelled, repeated callback", state.OrderCancelled, byNone, state.PaymentSuccess, payments.PaidAfterCancel, true},
-		{"refunding", state.OrderRefunding, byNone, state.Payment{}, payments.AlreadyRefunding, true},
-		{"refunded", state.OrderRefunded, byNone, state.Payment{}, payments.AlreadyRefunding, true},
+		{"created", state.OrderCreated, byNone, state.Payment{}, steps.RecordPaid, false},
+		{"paying", state.OrderPaying, byNone, state.Payment{}, steps.RecordPaid, false},
+		{"cancel pending", state.OrderCancelPending, byNone, state.Payment{}, steps.RecordPaid, false},
+		{"paid, repeated callback", state.OrderPaid, bySelf, state.PaymentSuccess, steps.RecordAlreadyPaid, false},
+		{"paid by another", state.OrderPaid, byOther, state.Payment{}, steps.RecordDuplicatePayment, true},
+		{"paid by another, repeated callback", state.OrderPaid, byOther, state.PaymentSuccess, steps.RecordDuplicatePayment, true},
+		{"paid, no payment_id", state.OrderPaid, byNone, state.Payment{}, steps.RecordAlreadyPaid, false},
+		{"cancelled", state.OrderCancelled, byNone, state.Payment{}, steps.RecordPaidAfterCancel, true},
+		{"cancelled, repeated callback", state.OrderCancelled, byNone, state.PaymentSuccess, steps.RecordPaidAfterCancel, true},
+		{"refunding", state.OrderRefunding, byNone, state.Payment{}, steps.RecordAlreadyRefunding, true},
+		{"refunded", state.OrderRefunded, byNone, state.Payment{}, steps.RecordAlreadyRefunding, true},
 		// Its refund begun (and its task gone): RecordTx writes none, the
 		// refund start and reconciliation see to it.
-		{"refunding, repeated callback of a refunding payment", state.OrderRefunding, byNone, state.PaymentRefunding, payments.AlreadyRefunding, false},
-		{"refunded, repeated callback of a refunded payment", state.OrderRefunded, byNone, state.PaymentRefunded, payments.AlreadyRefunding, false},
+		{"refunding, repeated callback of a refunding payment", state.OrderRefunding, byNone, state.PaymentRefunding, steps.RecordAlreadyRefunding, false},
+		{"refunded, repeated callback of a refunded payment", state.OrderRefunded, byNone, state.PaymentRefunded, steps.RecordAlreadyRefunding, false},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -236,7 +237,7 @@ func TestRefundRuleRecord(t *testing.T) {
 				exec(t, pool, `INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, status, paid_at)
 					VALUES ($1, $2, $3, $4, 100, $5, now())`, pid, orderID, payments.ProviderName, txn, c.payment)
 			}
-			res, err := store.Record(ctx, payments.Evidence{OrderID: orderID, Provider: payments.ProviderName, TransactionID: txn, AmountCents: 100, PaidAt: time.Now()})
+			res, err := store.Record(ctx, steps.Evidence{OrderID: orderID, Provider: payments.ProviderName, TransactionID: txn, AmountCents: 100, PaidAt: time.Now()})
 			if err != nil || res.Outcome != c.outcome || res.PaymentID != pid {
 				t.Fatalf("Record = %+v, %v; want %s", res, err, c.outcome)
 			}

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -23,6 +22,7 @@ import (
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // Errors of the store.
@@ -32,47 +32,9 @@ var (
 	ErrConflict       = errors.New("payment transaction already recorded for another order")
 )
 
-// Evidence is a provider's proof that an order was paid.
-type Evidence struct {
-	OrderID       uuid.UUID
-	Provider      string
-	TransactionID string
-	AmountCents   int64
-	PaidAt        time.Time
-}
-
 // PaymentID is the fixed payment_id of a provider transaction.
 func PaymentID(provider, transactionID string) uuid.UUID {
 	return ids.Named("PAYMENT", uuid.Nil, provider, transactionID)
-}
-
-// Outcome of Record.
-type Outcome string
-
-// Outcomes of recording a payment.
-const (
-	// Paid: this evidence moved the order to PAID now.
-	Paid Outcome = "PAID"
-	// AlreadyPaid: the order was PAID before (a duplicate callback).
-	AlreadyPaid Outcome = "ALREADY_PAID"
-	// PaidAfterCancel: the order was CANCELLED; the payment is recorded and
-	// must be refunded (never lost, never turned into an order).
-	PaidAfterCancel Outcome = "PAID_AFTER_CANCEL"
-	// AlreadyRefunding: the late payment is already being refunded.
-	AlreadyRefunding Outcome = "ALREADY_REFUNDING"
-	// DuplicatePayment: the order was paid by another payment; this one is
-	// recorded and owed back (at most one successful payment per order).
-	DuplicatePayment Outcome = "DUPLICATE_PAYMENT"
-)
-
-// RecordResult says what Record did.
-type RecordResult struct {
-	Outcome       Outcome
-	PaymentID     uuid.UUID
-	OrderStatus   state.Order
-	ReservationID uuid.UUID
-	ActivityID    int64
-	SKUID         int64
 }
 
 // Store runs the payment transactions.
@@ -95,8 +57,8 @@ func NewStore(pool *pgxpool.Pool, fp *failpoint.Set) *Store {
 // transaction. A payment for a CANCELLED order is recorded with
 // its refund obligation (refund_task) for the refund relay. An unknown order
 // is an error: it never creates an order.
-func (s *Store) Record(ctx context.Context, ev Evidence) (RecordResult, error) {
-	var res RecordResult
+func (s *Store) Record(ctx context.Context, ev steps.Evidence) (steps.RecordResult, error) {
+	var res steps.RecordResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		res, err = s.RecordTx(ctx, tx, ev)
@@ -107,8 +69,8 @@ func (s *Store) Record(ctx context.Context, ev Evidence) (RecordResult, error) {
 
 // RecordTx is Record inside the caller's transaction (the callback handler
 // records the callback and the payment together).
-func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordResult, error) {
-	var res RecordResult
+func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev steps.Evidence) (steps.RecordResult, error) {
+	var res steps.RecordResult
 	o, err := orders.Lock(ctx, tx, ev.OrderID)
 	if err != nil {
 		return res, err
@@ -116,7 +78,7 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordRes
 	if ev.AmountCents != o.AmountCents {
 		return res, fmt.Errorf("%w: order %s costs %d, payment %s is %d", ErrAmountMismatch, ev.OrderID, o.AmountCents, ev.TransactionID, ev.AmountCents)
 	}
-	res = RecordResult{PaymentID: PaymentID(ev.Provider, ev.TransactionID), ReservationID: o.ReservationID,
+	res = steps.RecordResult{PaymentID: PaymentID(ev.Provider, ev.TransactionID), ReservationID: o.ReservationID,
 		ActivityID: o.ActivityID, SKUID: o.SKUID}
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, status, paid_at)
@@ -143,11 +105,11 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordRes
 		if err := payOrder(ctx, tx, ev, o, res.PaymentID); err != nil {
 			return res, err
 		}
-		res.Outcome, res.OrderStatus = Paid, state.OrderPaid
+		res.Outcome, res.OrderStatus = steps.RecordPaid, state.OrderPaid
 	case state.OrderPaid:
-		res.Outcome, res.OrderStatus = AlreadyPaid, state.OrderPaid
+		res.Outcome, res.OrderStatus = steps.RecordAlreadyPaid, state.OrderPaid
 		if o.PaymentID != nil && *o.PaymentID != res.PaymentID {
-			res.Outcome = DuplicatePayment
+			res.Outcome = steps.RecordDuplicatePayment
 			if err := outbox.Insert(ctx, tx, "PAYMENT", res.PaymentID, "DUPLICATE_PAYMENT", ev.OrderID.String(), map[string]any{
 				"payment_id": res.PaymentID, "order_id": ev.OrderID, "transaction_id": ev.TransactionID, "amount_cents": ev.AmountCents,
 			}); err != nil {
@@ -155,14 +117,14 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordRes
 			}
 		}
 	case state.OrderCancelled:
-		res.Outcome, res.OrderStatus = PaidAfterCancel, state.OrderCancelled
+		res.Outcome, res.OrderStatus = steps.RecordPaidAfterCancel, state.OrderCancelled
 		if err := outbox.Insert(ctx, tx, "PAYMENT", res.PaymentID, "PAYMENT_AFTER_CANCEL", ev.OrderID.String(), map[string]any{
 			"payment_id": res.PaymentID, "order_id": ev.OrderID, "transaction_id": ev.TransactionID, "amount_cents": ev.AmountCents,
 		}); err != nil {
 			return res, err
 		}
 	default: // REFUNDING, REFUNDED
-		res.Outcome, res.OrderStatus = AlreadyRefunding, o.Status
+		res.Outcome, res.OrderStatus = steps.RecordAlreadyRefunding, o.Status
 	}
 	// Whether this payment is owed back is seckill_refund_owed's to say, on
 	// the order as this transaction left it (PaidAfterCancel,
@@ -173,7 +135,7 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev Evidence) (RecordRes
 	return res, nil
 }
 
-func payOrder(ctx context.Context, tx pgx.Tx, ev Evidence, o orders.Row, paymentID uuid.UUID) error {
+func payOrder(ctx context.Context, tx pgx.Tx, ev steps.Evidence, o orders.Row, paymentID uuid.UUID) error {
 	if err := orders.Pay(ctx, tx, ev.OrderID, paymentID, ev.PaidAt); err != nil {
 		return err
 	}

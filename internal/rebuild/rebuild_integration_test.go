@@ -21,6 +21,7 @@ import (
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // redisDB is a logical database of its own: the test FLUSHDBs it, which
@@ -96,10 +97,10 @@ func flushMidSaleThenRebuild(t *testing.T, buckets int) {
 			t.Fatal(err)
 		}
 		switch res.Outcome {
-		case activities.OutcomeCreated:
-			acts.ProjectOrderCreated(ctx, activities.ProjectionInput{ReservationID: m.ReservationID, OrderID: res.OrderID, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: m.Bucket})
-		case activities.OutcomeRejected:
-			if _, err := acts.Compensate(ctx, activities.CompensateInput{ReservationID: m.ReservationID, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: m.Bucket}); err != nil {
+		case steps.OutcomeCreated:
+			acts.ProjectOrderCreated(ctx, steps.ProjectionInput{ReservationID: m.ReservationID, OrderID: res.OrderID, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: m.Bucket})
+		case steps.OutcomeRejected:
+			if _, err := acts.Compensate(ctx, steps.CompensateInput{ReservationID: m.ReservationID, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: m.Bucket}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -7,12 +7,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/invariants"
 	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // On a SKU of four buckets, reconciliation repairs each reservation in its
@@ -32,7 +32,7 @@ func TestReconcileRepairsInTheReservationsBucket(t *testing.T) {
 	}
 	behindUser, stuckUser := userIn(1, 1), userIn(3, 1)
 	behind := testenv.MustReserve(t, r.rdb, r.ids, sku.For(behindUser), behindUser)
-	if res, err := r.acts.CreateOrder(ctx, behind); err != nil || res.Outcome != activities.OutcomeCreated {
+	if res, err := r.acts.CreateOrder(ctx, behind); err != nil || res.Outcome != steps.OutcomeCreated {
 		t.Fatal(res, err)
 	}
 	stuck := testenv.MustReserve(t, r.rdb, r.ids, sku.For(stuckUser), stuckUser)

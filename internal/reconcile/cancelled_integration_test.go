@@ -6,11 +6,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/events"
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // cancelledWithoutProjection makes the purchase of issue 22 item 4: the order
@@ -22,7 +22,7 @@ func (r *rig) cancelledWithoutProjection(t *testing.T, user int64) (events.Order
 	ctx := context.Background()
 	m := r.reserve(t, user)
 	res, err := r.acts.CreateOrder(ctx, m)
-	if err != nil || res.Outcome != activities.OutcomeCreated {
+	if err != nil || res.Outcome != steps.OutcomeCreated {
 		t.Fatalf("create order: %+v %v", res, err)
 	}
 	pay := payments.NewStore(r.pool, nil)
@@ -69,7 +69,7 @@ func TestReleaseOfACancelledOrderWhoseProjectionWasLost(t *testing.T) {
 	ctx := context.Background()
 	initial := r.rdb.HGetAll(ctx, r.k.Counter()).Val()
 	m, oid := r.cancelledWithoutProjection(t, 1)
-	in := activities.ReleaseInput{ReservationID: m.ReservationID, OrderID: oid, ActivityID: m.ActivityID, SKUID: m.SKUID}
+	in := steps.ReleaseInput{ReservationID: m.ReservationID, OrderID: oid, ActivityID: m.ActivityID, SKUID: m.SKUID}
 	p, err := r.acts.ReleaseRedis(ctx, in)
 	if err != nil || p.Code != 1 {
 		t.Fatalf("release: %+v %v, want code 1 RELEASED", p, err)

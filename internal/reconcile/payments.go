@@ -9,6 +9,7 @@ import (
 
 	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // paymentBatch bounds the payments and provider transactions one run looks at.
@@ -109,7 +110,7 @@ func (r *Reconciler) settleIntent(ctx context.Context, store *payments.Store, it
 		if err != nil {
 			return "", err
 		}
-		if res.Outcome == payments.Paid && r.sagas != nil {
+		if res.Outcome == steps.RecordPaid && r.sagas != nil {
 			if err := r.sagas.NotifyPaid(ctx, res.ReservationID, p.TransactionID); err != nil {
 				r.log.Warn("reconcile.notify_paid_failed", "order_id", it.OrderID, "error", err)
 			}
@@ -120,7 +121,7 @@ func (r *Reconciler) settleIntent(ctx context.Context, store *payments.Store, it
 		if err != nil {
 			return "", err
 		}
-		if c.Outcome == payments.ClosePaid {
+		if c.Outcome == steps.ClosePaid {
 			res, err := store.Record(ctx, c.Evidence)
 			return "paid at the provider while closing: " + string(res.Outcome), err
 		}

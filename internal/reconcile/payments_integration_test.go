@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/paysim"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // Callbacks give up after a while and nothing else asked the provider:
@@ -35,7 +36,7 @@ func TestReconcileAsksTheProviderAndOwesRefunds(t *testing.T) {
 	order := func(user int64) uuid.UUID {
 		m := r.reserve(t, user)
 		res, err := acts.CreateOrder(ctx, m)
-		if err != nil || res.Outcome != activities.OutcomeCreated {
+		if err != nil || res.Outcome != steps.OutcomeCreated {
 			t.Fatal(res, err)
 		}
 		return res.OrderID
@@ -73,7 +74,7 @@ func TestReconcileAsksTheProviderAndOwesRefunds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Record(ctx, payments.Evidence{OrderID: late, Provider: payments.ProviderName, TransactionID: lp.TransactionID,
+	if _, err := store.Record(ctx, steps.Evidence{OrderID: late, Provider: payments.ProviderName, TransactionID: lp.TransactionID,
 		AmountCents: 100, PaidAt: *lpPaid.PaidAt}); err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/seckill/seckill/internal/repairs"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // Anomaly types and what reconciliation does about them.
@@ -388,28 +389,10 @@ func nonEmpty(s, def string) string {
 	return s
 }
 
-// Input of one reconciliation run (the Reconcile activity's).
-type Input struct {
-	// ActivityID limits the run to one sale; 0 reconciles every recent sale.
-	ActivityID int64
-}
-
-// Summary is what the Reconcile activity returns to its workflow (the full
-// report is in reconcile_report).
-type Summary struct {
-	ReportID  uuid.UUID
-	SKUs      int
-	Checked   int
-	Anomalies int
-	Counts    map[string]int
-	// FailedSKUs are the SKUs the run could not check ("sku:activity:sku").
-	FailedSKUs []string `json:",omitempty"`
-}
-
 // Summarize is what a run returns to its workflow (the full report is in
 // reconcile_report).
-func (rep Report) Summarize() Summary {
-	return Summary{ReportID: rep.ReportID, SKUs: rep.SKUs, Checked: rep.Checked, Anomalies: len(rep.Anomalies), Counts: rep.Summary}
+func (rep Report) Summarize() steps.ReconcileSummary {
+	return steps.ReconcileSummary{ReportID: rep.ReportID, SKUs: rep.SKUs, Checked: rep.Checked, Anomalies: len(rep.Anomalies), Counts: rep.Summary}
 }
 
 // leaseOwner names one compensation attempt of the reconciler.

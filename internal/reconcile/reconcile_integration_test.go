@@ -19,6 +19,7 @@ import (
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state/steps"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -86,7 +87,7 @@ func TestReconcileCraftedDrift(t *testing.T) {
 
 	// 1. A created order whose Redis projection never happened (RESERVED in Redis).
 	behind := r.reserve(t, 1)
-	if res, err := r.acts.CreateOrder(ctx, behind); err != nil || res.Outcome != activities.OutcomeCreated {
+	if res, err := r.acts.CreateOrder(ctx, behind); err != nil || res.Outcome != steps.OutcomeCreated {
 		t.Fatal(res, err)
 	}
 	// 2. A reservation stuck RESERVED in PostgreSQL past its business deadline
@@ -101,7 +102,7 @@ func TestReconcileCraftedDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.acts.ProjectOrderCreated(ctx, activities.ProjectionInput{ReservationID: paid.ReservationID, OrderID: res.OrderID, ActivityID: paid.ActivityID, SKUID: paid.SKUID})
+	r.acts.ProjectOrderCreated(ctx, steps.ProjectionInput{ReservationID: paid.ReservationID, OrderID: res.OrderID, ActivityID: paid.ActivityID, SKUID: paid.SKUID})
 	r.exec(t, `UPDATE orders SET status = 'PAID', paid_at = now(), payment_id = gen_random_uuid() WHERE order_id = $1`, res.OrderID)
 	r.exec(t, `UPDATE sku_inventory SET occupied_stock = occupied_stock - 1, sold_stock = sold_stock + 1 WHERE activity_id = $1`, r.k.ActivityID)
 	r.rdb.HSet(ctx, r.k.Reservation(paid.ReservationID.String()), "status", "COMPENSATED")

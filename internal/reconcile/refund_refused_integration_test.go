@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/paysim"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workers/refundrelay"
 )
 
@@ -55,7 +56,7 @@ func TestRefundRefusedForGoodIsHeldForAPerson(t *testing.T) {
 	pay := func(user int64, cancelled bool) (uuid.UUID, uuid.UUID) {
 		m := r.reserve(t, user)
 		res, err := acts.CreateOrder(ctx, m)
-		if err != nil || res.Outcome != activities.OutcomeCreated {
+		if err != nil || res.Outcome != steps.OutcomeCreated {
 			t.Fatal(res, err)
 		}
 		if cancelled {
@@ -69,7 +70,7 @@ func TestRefundRefusedForGoodIsHeldForAPerson(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.Record(ctx, payments.Evidence{OrderID: res.OrderID, Provider: payments.ProviderName, TransactionID: p.TransactionID,
+		if _, err := store.Record(ctx, steps.Evidence{OrderID: res.OrderID, Provider: payments.ProviderName, TransactionID: p.TransactionID,
 			AmountCents: 100, PaidAt: *paid.PaidAt}); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 type resRow struct {
@@ -101,7 +102,7 @@ func (x resRow) facts(redisStatus state.Reservation) Facts {
 // repairStored runs the standard transition that repairs one finding of
 // CheckStored.
 func (r *Reconciler) repairStored(ctx context.Context, typ string, x resRow, redisStatus state.Reservation) (string, error) {
-	comp := inventory.CompensateInput{ReservationID: x.id, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket}
+	comp := steps.CompensateInput{ReservationID: x.id, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket}
 	switch typ {
 	case ProjectionBehind:
 		return r.rebuildProjection(ctx, x.k, x, redisStatus)
@@ -109,7 +110,7 @@ func (r *Reconciler) repairStored(ctx context.Context, typ string, x resRow, red
 		c, err := r.stores.Inventory.Compensate(ctx, comp, leaseOwner())
 		return c.Status.String() + " " + c.Reason, err
 	case ReleaseMissing:
-		p, err := r.stores.Inventory.ReleaseRedis(ctx, inventory.ReleaseInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket})
+		p, err := r.stores.Inventory.ReleaseRedis(ctx, steps.ReleaseInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: x.k.ActivityID, SKUID: x.k.SKUID, Bucket: x.k.Bucket})
 		return fmt.Sprintf("release.lua %d %s", p.Code, p.Text), counterMissing(p, err)
 	case DeadlinePassed:
 		st, err := r.stores.Inventory.RejectOverdue(ctx, inventory.RejectInput{ReservationID: x.id, Grace: r.watermark})
@@ -130,7 +131,7 @@ func (r *Reconciler) rebuildProjection(ctx context.Context, k lua.Keys, x resRow
 		return "", errors.New("ORDER_CREATED without order_id")
 	}
 	if redisStatus == state.ReservationReserved {
-		p, err := r.stores.Inventory.ProjectOrderCreated(ctx, inventory.ProjectionInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: k.Bucket})
+		p, err := r.stores.Inventory.ProjectOrderCreated(ctx, steps.ProjectionInput{ReservationID: x.id, OrderID: *x.orderID, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: k.Bucket})
 		return fmt.Sprintf("order_created.lua %d %s", p.Code, p.Text), counterMissing(p, err)
 	}
 	key := k.Reservation(x.id.String())
@@ -144,7 +145,7 @@ func (r *Reconciler) rebuildProjection(ctx context.Context, k lua.Keys, x resRow
 // counterMissing turns a script's COUNTER_MISSING answer (nothing changed:
 // the SKU's counter is gone until a rebuild) into an error, so the repair is
 // recorded FAILED and tried again by the next run instead of APPLIED.
-func counterMissing(p inventory.ProjectionResult, err error) error {
+func counterMissing(p steps.ProjectionResult, err error) error {
 	if err == nil && p.Code < 0 && p.Text == "COUNTER_MISSING" {
 		return errors.New("the SKU's Redis counter is missing: rebuild it (seckill redis rebuild), the next run repairs this")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // threeSKUSale sets up a running sale of SKUs 1, 2 and 3 (10 units each),
@@ -52,7 +53,7 @@ func createdOrder(t *testing.T, r *rig, k lua.Keys, user int64) (reservationID, 
 	t.Helper()
 	m := testenv.MustReserve(t, r.rdb, r.ids, k, user)
 	res, err := r.acts.CreateOrder(context.Background(), m)
-	if err != nil || res.Outcome != activities.OutcomeCreated {
+	if err != nil || res.Outcome != steps.OutcomeCreated {
 		t.Fatalf("create order on %s: %+v, %v", k.Member(), res, err)
 	}
 	return m.ReservationID, res.OrderID
@@ -96,7 +97,7 @@ func TestOneFailingSKUDoesNotStopReconciliation(t *testing.T) {
 	r.exec(t, `UPDATE orders SET expires_at = now() - interval '1 hour' WHERE order_id = $1`, lostOrder)
 	_, cancelled := createdOrder(t, r, saleB[1], 3)
 	r.exec(t, `UPDATE orders SET status = 'CANCELLED' WHERE order_id = $1`, cancelled)
-	if _, err := activities.PaymentStore(r.acts).Record(ctx, payments.Evidence{OrderID: cancelled, Provider: payments.ProviderName,
+	if _, err := activities.PaymentStore(r.acts).Record(ctx, steps.Evidence{OrderID: cancelled, Provider: payments.ProviderName,
 		TransactionID: "txn-" + uuid.NewString(), AmountCents: 100, PaidAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestOneFailingSKUDoesNotStopReconciliation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := act.Reconcile(ctx, activities.ReconcileInput{})
+	sum, err := act.Reconcile(ctx, steps.ReconcileInput{})
 	if err != nil || !slices.Equal(sum.FailedSKUs, []string{badObj}) || sum.Counts[reconcile.ActionCheckFailed] != 1 {
 		t.Errorf("Reconcile activity = %+v, %v; want success with FailedSKUs [%s]", sum, err, badObj)
 	}

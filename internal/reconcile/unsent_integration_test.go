@@ -12,13 +12,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workers/senddue"
 )
 
@@ -124,8 +124,8 @@ func TestBrokerOutageNeverGivesUpAndIsRejectedAfterTheDeadline(t *testing.T) {
 		if err := r.pool.QueryRow(ctx, `SELECT status, reason_code FROM inventory_reservation WHERE reservation_id = $1`, rid).Scan(&status, &reason); err != nil {
 			t.Fatal(err)
 		}
-		if status != "COMPENSATED" || reason != activities.ReasonDeadline {
-			t.Fatalf("reservation %s in PostgreSQL: %s %s, want COMPENSATED %s", rid, status, reason, activities.ReasonDeadline)
+		if status != "COMPENSATED" || reason != steps.ReasonDeadline {
+			t.Fatalf("reservation %s in PostgreSQL: %s %s, want COMPENSATED %s", rid, status, reason, steps.ReasonDeadline)
 		}
 		if st := r.rdb.HGet(ctx, r.k.Reservation(rid.String()), "status").Val(); st != "COMPENSATED" {
 			t.Fatalf("reservation %s in Redis: %s", rid, st)
@@ -154,7 +154,7 @@ func TestBrokerOutageNeverGivesUpAndIsRejectedAfterTheDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	late, err := r.acts.CreateOrder(ctx, f.Message())
-	if err != nil || late.Outcome != activities.OutcomeLate {
+	if err != nil || late.Outcome != steps.OutcomeLate {
 		t.Fatalf("late message = %+v, %v; want LATE", late, err)
 	}
 	var orders int

@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/internal/reservation"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // unsettledPage is how many send_due members one ZSCAN step reads.
@@ -113,7 +114,7 @@ func (r *Reconciler) unsettledPage(ctx context.Context, k lua.Keys, rep *Report,
 			case st != state.ReservationOrderRejected:
 				return "reservation is " + st.String() + ": decided meanwhile, left to its saga", nil
 			}
-			c, err := r.stores.Inventory.Compensate(ctx, inventory.CompensateInput{ReservationID: id, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: k.Bucket}, leaseOwner())
+			c, err := r.stores.Inventory.Compensate(ctx, steps.CompensateInput{ReservationID: id, ActivityID: k.ActivityID, SKUID: k.SKUID, Bucket: k.Bucket}, leaseOwner())
 			return "ORDER_REJECTED then " + c.Status.String() + " " + c.Reason, err
 		})
 	}

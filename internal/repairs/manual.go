@@ -13,64 +13,21 @@ import (
 
 	"github.com/seckill/seckill/internal/inventory"
 	"github.com/seckill/seckill/state"
-)
-
-// Repair actions an operator may signal (docs/operations.md). Each runs only
-// standard transitions and only from the states listed with it.
-const (
-	// RetryCompensation: reservation MANUAL_REVIEW with its compensation
-	// task MANUAL → task RETRY, reservation ORDER_REJECTED; the saga runs the
-	// standard compensation again (the Redis marker keeps it at most once).
-	RetryCompensation = "retry-compensation"
-	// MarkResolved: reservation MANUAL_REVIEW; the operator attests the
-	// case was settled outside the system. Business rows are not changed.
-	MarkResolved = "mark-resolved"
-	// ForceCancelUnpaid: reservation ORDER_CREATED, order CREATED or
-	// PAYING (the buyer will not pay) → the saga runs the standard cancel
-	// (CANCEL_PENDING, provider close, CANCELLED only without a payment).
-	ForceCancelUnpaid = "force-cancel-unpaid"
-	// RebuildProjection: reservation ORDER_CREATED → the saga re-runs
-	// the idempotent Redis projection (order_created.lua).
-	RebuildProjection = "rebuild-projection"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // target is the state each action aims for (repair_task.target_state).
 var target = map[string]string{
-	RetryCompensation: "COMPENSATED",
-	MarkResolved:      "RESOLVED_MANUALLY",
-	ForceCancelUnpaid: "CANCELLED",
-	RebuildProjection: "ORDER_CREATED",
+	steps.RepairRetryCompensation: "COMPENSATED",
+	steps.RepairMarkResolved:      "RESOLVED_MANUALLY",
+	steps.RepairForceCancelUnpaid: "CANCELLED",
+	steps.RepairRebuildProjection: "ORDER_CREATED",
 }
 
-// Actions lists the actions the repair signal accepts.
-var Actions = []string{RetryCompensation, MarkResolved, ForceCancelUnpaid, RebuildProjection}
-
-// Request is the payload of the saga's repair signal.
-type Request struct {
-	Action   string `json:"action"`
-	RepairID string `json:"repair_id"`
-	Operator string `json:"operator"`
-	Reason   string `json:"reason"`
-	// ReservationID is filled in by the saga, never by the operator.
-	ReservationID uuid.UUID `json:"reservation_id"`
-}
-
-// Result is the recorded outcome of a repair.
-type Result struct {
-	RepairID string
-	Action   string
-	Accepted bool
-	Reason   string
-	Before   string
-	After    string
-	// Duplicate: this repair_id was recorded before; nothing was done now.
-	Duplicate bool
-}
-
-func (r Request) validate() string {
+func validate(r steps.RepairRequest) string {
 	switch {
-	case !slices.Contains(Actions, r.Action):
-		return fmt.Sprintf("unknown action %q (want one of %s)", r.Action, strings.Join(Actions, ", "))
+	case !slices.Contains(steps.RepairActions, r.Action):
+		return fmt.Sprintf("unknown action %q (want one of %s)", r.Action, strings.Join(steps.RepairActions, ", "))
 	case !IDUsable(r.RepairID):
 		return "repair_id is required (1-128 characters) and must be new for each distinct repair"
 	case strings.TrimSpace(r.Operator) == "" || len(r.Operator) > 128:
@@ -90,8 +47,8 @@ func (r Request) validate() string {
 // The caller refuses, without recording, a repair_id that is empty or too
 // long (it cannot key the audit row; see IDUsable); every other input is
 // validated here and a refusal is recorded with the offending value cut to fit.
-func Apply(ctx context.Context, tx pgx.Tx, req Request) (Result, error) {
-	out := Result{RepairID: req.RepairID, Action: clip(req.Action, 64)}
+func Apply(ctx context.Context, tx pgx.Tx, req steps.RepairRequest) (steps.RepairResult, error) {
+	out := steps.RepairResult{RepairID: req.RepairID, Action: clip(req.Action, 64)}
 	if prior, ok, err := recordedManual(ctx, tx, req.RepairID, req.ReservationID); err != nil || ok {
 		return prior, err
 	}
@@ -103,13 +60,13 @@ func Apply(ctx context.Context, tx pgx.Tx, req Request) (Result, error) {
 	if !orderStatus.IsZero() {
 		out.Before += " order=" + orderStatus.String()
 	}
-	refuse := req.validate()
+	refuse := validate(req)
 	if refuse == "" {
 		refuse = refusal(req.Action, resStatus, taskStatus, orderStatus)
 	}
 	out.After = out.Before
 	if refuse == "" {
-		if req.Action == RetryCompensation {
+		if req.Action == steps.RepairRetryCompensation {
 			if err := inventory.RetryCompensation(ctx, tx, req.ReservationID); err != nil {
 				return out, err
 			}
@@ -152,18 +109,18 @@ func lockSubject(ctx context.Context, tx pgx.Tx, rid uuid.UUID) (state.Reservati
 // refusal says why action cannot run from these states ("" when it can).
 func refusal(action string, resStatus state.Reservation, taskStatus state.Compensation, orderStatus state.Order) string {
 	switch action {
-	case RetryCompensation, MarkResolved:
+	case steps.RepairRetryCompensation, steps.RepairMarkResolved:
 		if resStatus != state.ReservationManualReview {
 			return fmt.Sprintf("reservation is %s, %s applies only in MANUAL_REVIEW", reservationText(resStatus), action)
 		}
-		if action == RetryCompensation && taskStatus != state.CompensationManual {
+		if action == steps.RepairRetryCompensation && taskStatus != state.CompensationManual {
 			return fmt.Sprintf("compensation task is %q, retry-compensation needs MANUAL", taskStatus)
 		}
-	case ForceCancelUnpaid:
+	case steps.RepairForceCancelUnpaid:
 		if resStatus != state.ReservationOrderCreated || (orderStatus != state.OrderCreated && orderStatus != state.OrderPaying) {
 			return fmt.Sprintf("reservation %s with order %q: force-cancel-unpaid needs an ORDER_CREATED reservation whose order is CREATED or PAYING", reservationText(resStatus), orderStatus)
 		}
-	case RebuildProjection:
+	case steps.RepairRebuildProjection:
 		if resStatus != state.ReservationOrderCreated {
 			return fmt.Sprintf("reservation is %s, rebuild-projection needs ORDER_CREATED", reservationText(resStatus))
 		}
@@ -174,12 +131,12 @@ func refusal(action string, resStatus state.Reservation, taskStatus state.Compen
 // recordedManual returns the decision recorded for repairID, if any. A
 // repair_id recorded for another reservation is refused (ok, not a duplicate):
 // its decision was taken for something else.
-func recordedManual(ctx context.Context, tx pgx.Tx, repairID string, rid uuid.UUID) (Result, bool, error) {
+func recordedManual(ctx context.Context, tx pgx.Tx, repairID string, rid uuid.UUID) (steps.RepairResult, bool, error) {
 	rec, ok, err := Lookup(ctx, tx, repairID)
 	if err != nil || !ok {
-		return Result{}, false, err
+		return steps.RepairResult{}, false, err
 	}
-	r := Result{RepairID: repairID, Action: strings.TrimPrefix(rec.Rule, "MANUAL:")}
+	r := steps.RepairResult{RepairID: repairID, Action: strings.TrimPrefix(rec.Rule, "MANUAL:")}
 	if rec.ObjectID != rid.String() {
 		r.Action, r.Reason = "", "repair_id already used for "+rec.ObjectID+": choose a new repair_id (nothing changed)"
 		return r, true, nil
@@ -230,8 +187,8 @@ func nonEmpty(s, def string) string {
 // for the reservation now ("" when it would; else the reason it would be
 // refused), from the same rules Apply uses.
 func Check(ctx context.Context, tx pgx.Tx, rid uuid.UUID, action string) (string, error) {
-	if !slices.Contains(Actions, action) {
-		return fmt.Sprintf("unknown action %q (want one of %s)", action, strings.Join(Actions, ", ")), nil
+	if !slices.Contains(steps.RepairActions, action) {
+		return fmt.Sprintf("unknown action %q (want one of %s)", action, strings.Join(steps.RepairActions, ", ")), nil
 	}
 	resStatus, taskStatus, orderStatus, err := lockSubject(ctx, tx, rid)
 	if err != nil {

@@ -6,8 +6,9 @@
 //   - the platform (internal/platform/...) imports no domain package but
 //     the Lua scripts it loads: it knows Redis, PostgreSQL, RocketMQ and
 //     Temporal, not orders or stock;
-//   - workflows import only activities, state and internal/events of this
-//     module (workflow code stays free of database and Redis clients);
+//   - workflows import only activities, state, state/steps and
+//     internal/events of this module (workflow code stays free of database
+//     and Redis clients);
 //   - no production file is longer than 450 lines and no function longer
 //     than 80 lines;
 //   - the production binary (cmd/seckill) depends on no development package:
@@ -53,7 +54,7 @@ const platform = "internal/platform/"
 var platformImports = []string{"lua"}
 
 // workflowImports are the module packages workflows may import.
-var workflowImports = []string{"activities", "state", "internal/events"}
+var workflowImports = []string{"activities", "state", "state/steps", "internal/events"}
 
 // tableOwners is each table's owning folder (ownersDoc), set by main; nil
 // skips the check.

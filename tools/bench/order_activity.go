@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/state/steps"
 )
 
 // createOrderLeg is leg (b).
@@ -123,7 +124,7 @@ func runCreateOrders(ctx context.Context, acts *activities.Activities, msgs []ev
 				t0 := time.Now()
 				res, err := acts.CreateOrder(ctx, msgs[i])
 				lat = append(lat, time.Since(t0))
-				if err != nil || res.Outcome != activities.OutcomeCreated || res.Duplicate {
+				if err != nil || res.Outcome != steps.OutcomeCreated || res.Duplicate {
 					bad.Add(1)
 					mu.Lock()
 					if len(out.samples) < 5 {

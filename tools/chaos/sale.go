@@ -18,9 +18,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/internal/invariants"
-	"github.com/seckill/seckill/internal/reconcile"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workflows"
 )
@@ -421,7 +421,7 @@ func (c *Cluster) reconcile(ctx context.Context, activityID int64) {
 	_, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: fmt.Sprintf("%schaos-%d", workflows.ReconcileWorkflowIDPrefix, activityID), TaskQueue: c.TaskQueue(),
 		WorkflowExecutionTimeout: 5 * time.Minute, WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.ReconcileWorkflow, reconcile.Input{ActivityID: activityID})
+	}, workflows.ReconcileWorkflow, steps.ReconcileInput{ActivityID: activityID})
 	if err != nil && ctx.Err() == nil {
 		c.log.Warn("chaos.reconcile_start_failed", "activity_id", activityID, "error", err)
 	}

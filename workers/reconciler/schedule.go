@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/seckill/seckill/internal/reconcile"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -25,7 +25,7 @@ func EnsureSchedule(ctx context.Context, c client.Client, taskQueue string, ever
 		Action: &client.ScheduleWorkflowAction{
 			ID:        workflows.ReconcileWorkflowIDPrefix + "scheduled",
 			Workflow:  workflows.ReconcileWorkflow,
-			Args:      []any{reconcile.Input{}},
+			Args:      []any{steps.ReconcileInput{}},
 			TaskQueue: taskQueue,
 		},
 		Note: "seckill reconciliation (docs/operations.md)",

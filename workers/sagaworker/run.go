@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/internal/platform/temporalx"
 	"github.com/seckill/seckill/internal/reconcile"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workers"
 	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workflows"
@@ -50,7 +51,7 @@ func Run(ctx context.Context, d workers.Deps) error {
 	if err != nil {
 		return err
 	}
-	bulk, err := activities.NewBulkRepair(d.Pool, d.Temporal, func(ctx context.Context, m events.OrderCreateRequested, req activities.RepairRequest) error {
+	bulk, err := activities.NewBulkRepair(d.Pool, d.Temporal, func(ctx context.Context, m events.OrderCreateRequested, req steps.RepairRequest) error {
 		return workflows.RepairSaga(ctx, d.Temporal, cfg.TemporalTaskQueue, m, req)
 	})
 	if err != nil {

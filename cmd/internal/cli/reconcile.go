@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill/internal/platform/pg"
 	"github.com/seckill/seckill/internal/reconcile"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workers/reconciler"
 	"github.com/seckill/seckill/workflows"
 )
@@ -36,12 +37,12 @@ func newReconcileRunCmd() *cobra.Command {
 			defer conns.Close()
 			wr, err := conns.Temporal.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
 				ID: workflows.ReconcileWorkflowIDPrefix + "manual-" + uuid.NewString(), TaskQueue: b.Cfg.TemporalTaskQueue,
-			}, workflows.ReconcileWorkflow, reconcile.Input{ActivityID: activity})
+			}, workflows.ReconcileWorkflow, steps.ReconcileInput{ActivityID: activity})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "started %s; waiting for it\n", wr.GetID())
-			var s reconcile.Summary
+			var s steps.ReconcileSummary
 			if err := wr.Get(cmd.Context(), &s); err != nil {
 				return err
 			}

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/repairs"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 )
 
 func newRepairCmd() *cobra.Command {
@@ -22,7 +22,7 @@ func newRepairCmd() *cobra.Command {
 }
 
 func newRepairApplyCmd() *cobra.Command {
-	var req repairs.Request
+	var req steps.RepairRequest
 	var wait time.Duration
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -73,7 +73,7 @@ func newRepairApplyCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&req.Action, "action", "", "repair action: "+strings.Join(repairs.Actions, ", "))
+	f.StringVar(&req.Action, "action", "", "repair action: "+strings.Join(steps.RepairActions, ", "))
 	f.StringVar(&req.RepairID, "repair-id", "", "fixed id of this decision, e.g. INC-42-<reservation_id> (sending it twice does nothing twice)")
 	f.StringVar(&req.Operator, "operator", "", "who is doing this (recorded)")
 	f.StringVar(&req.Reason, "reason", "", "why, with the evidence or incident id (recorded)")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/repairs"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -67,7 +68,7 @@ func newRepairBulkCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&in.Query, "query", "", "Temporal visibility query of the sagas (e.g. 'ActivityId = 1001 AND ReservationStatus = \"MANUAL_REVIEW\"')")
 	f.Int64Var(&in.ManualReviewOf, "manual-review-of", 0, "instead of --query: every reservation of this sale in MANUAL_REVIEW in PostgreSQL, its saga running or not (one that does not run is started again with the repair)")
-	f.StringVar(&in.Action, "action", "", "repair action: "+strings.Join(repairs.Actions, ", "))
+	f.StringVar(&in.Action, "action", "", "repair action: "+strings.Join(steps.RepairActions, ", "))
 	f.StringVar(&in.Operator, "operator", "", "who is doing this (recorded with every repair)")
 	f.StringVar(&in.Reason, "reason", "", "why, with the evidence or incident id (recorded with every repair)")
 	f.BoolVar(&in.DryRun, "dry-run", false, "signal nothing; report what would happen")
@@ -97,8 +98,8 @@ func awaitBulk(ctx context.Context, w io.Writer, conns *app.Conns, run client.Wo
 			return rep, err
 		case <-tick.C:
 			if n, err := repairs.BulkCounts(ctx, conns.Pool, bulkID); err == nil {
-				fmt.Fprintf(w, "  so far: applied %d, would apply %d, refused %d, skipped %d\n", n[repairs.BulkApplied],
-					n[repairs.BulkWouldApply], n[repairs.BulkRefused], n[repairs.BulkSkipped])
+				fmt.Fprintf(w, "  so far: applied %d, would apply %d, refused %d, skipped %d\n", n[steps.BulkApplied],
+					n[steps.BulkWouldApply], n[steps.BulkRefused], n[steps.BulkSkipped])
 			}
 		}
 	}
@@ -121,7 +122,7 @@ func printBulk(ctx context.Context, w io.Writer, conns *app.Conns, rep workflows
 	}
 	items := rep.Items // a bulk repair of the old shape carries them
 	if rep.BulkID != "" && show > 0 {
-		for _, o := range []string{repairs.BulkRefused, repairs.BulkSkipped} {
+		for _, o := range []string{steps.BulkRefused, steps.BulkSkipped} {
 			if len(items) >= show {
 				break
 			}
@@ -157,7 +158,7 @@ func newRepairBulkItemsCmd() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch outcome {
-			case "", repairs.BulkApplied, repairs.BulkWouldApply, repairs.BulkRefused, repairs.BulkSkipped:
+			case "", steps.BulkApplied, steps.BulkWouldApply, steps.BulkRefused, steps.BulkSkipped:
 			default:
 				return fmt.Errorf("--outcome %q: want APPLIED, WOULD_APPLY, REFUSED or SKIPPED", outcome)
 			}
