@@ -9,6 +9,8 @@
 //   - workflows import only activities, state, state/steps and
 //     internal/events of this module (workflow code stays free of database
 //     and Redis clients);
+//   - activities/ declares no alias of another package's name (aliases.go):
+//     the types the workflows read live in state/steps;
 //   - no production file is longer than 450 lines and no function longer
 //     than 80 lines;
 //   - the production binary (cmd/seckill) depends on no development package:
@@ -136,6 +138,9 @@ func check(path, rel string) ([]string, error) {
 		out = append(out, checkWrites(fset, f, rel, tableOwners)...)
 	}
 	top := strings.SplitN(rel, "/", 2)[0]
+	if slices.Contains(noAliases, top) {
+		out = append(out, checkAliases(fset, f, rel)...)
+	}
 	for _, imp := range f.Imports {
 		ip, _ := strconv.Unquote(imp.Path.Value)
 		if !strings.HasPrefix(ip, module) {

@@ -31,6 +31,9 @@ func TestCheckFindsEachKindOfViolation(t *testing.T) {
 		{"internal/y/y.go", long, "func Long is"},
 		{"internal/platform/pg/x.go", "package pg\n\nimport _ \"github.com/seckill/seckill/internal/orders\"\n", "platform (internal/platform/) must not import the domain"},
 		{"api/z.go", "package z\n" + strings.Repeat("\n", maxFileLine), "lines (at most 450"},
+		{"activities/a.go", "package a\n\nimport \"github.com/seckill/seckill/state/steps\"\n\ntype R = steps.RepairRequest\n", "type R = steps.RepairRequest: use"},
+		{"activities/b.go", "package b\n\nimport \"github.com/seckill/seckill/state/steps\"\n\nconst (\n\tX = 1\n\tBulkApplied = steps.BulkApplied\n)\n", "BulkApplied = steps.BulkApplied: use"},
+		{"activities/c.go", "package c\n\nimport \"sync/atomic\"\n\ntype P = atomic.Pointer[int]\n", "type P = atomic.Pointer"},
 	}
 	for _, c := range cases {
 		got, err := check(write(t, dir, c.rel, c.src), c.rel)
@@ -44,6 +47,9 @@ func TestCheckFindsEachKindOfViolation(t *testing.T) {
 	ok := []struct{ rel, src string }{
 		{"api/ok.go", "package ok\n\nimport _ \"github.com/seckill/seckill/workflows\"\n"},
 		{"workflows/ok.go", "package ok\n\nimport _ \"github.com/seckill/seckill/activities\"\n"},
+		{"workflows/steps.go", "package ok\n\nimport _ \"github.com/seckill/seckill/state/steps\"\n"},
+		{"activities/ok.go", "package ok\n\nimport \"time\"\n\ntype T struct{}\n\ntype U = T\n\nconst pace = time.Second\n"},
+		{"internal/ok/alias.go", "package ok\n\nimport \"time\"\n\ntype D = time.Duration\n"},
 		{"internal/ok/ok.go", "package ok\n\nimport _ \"github.com/seckill/seckill/internal/platform/pg\"\n"},
 		{"internal/platform/redisx/ok.go", "package redisx\n\nimport _ \"github.com/seckill/seckill/lua\"\n"},
 		{"internal/platform/mq/ok.go", "package mq\n\nimport _ \"github.com/seckill/seckill/internal/platform/logx\"\n"},
