@@ -130,6 +130,10 @@ func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 	return out, nil
 }
 
+// maxCodecBody bounds a codec request (a payload blob is at most 2 MiB by
+// Temporal's default limits; the UI sends a page of them at once).
+const maxCodecBody = 32 << 20
+
 // CodecHandler serves c over HTTP as the Web UI and CLI expect of a codec
 // server (POST /encode, /decode), answering CORS requests from the origins
 // in allowOrigins only.
@@ -147,6 +151,7 @@ func CodecHandler(c *Codec, allowOrigins ...string) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxCodecBody)
 		h.ServeHTTP(w, r)
 	})
 }

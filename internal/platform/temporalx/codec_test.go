@@ -3,6 +3,8 @@ package temporalx
 import (
 	"bytes"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -128,5 +130,24 @@ func TestNewCodecRefusesBadKeys(t *testing.T) {
 	}
 	if _, err := NewCodec(2, map[int][]byte{1: testKey(1)}); err == nil || !strings.Contains(err.Error(), "version 2") {
 		t.Fatalf("missing current version = %v", err)
+	}
+}
+
+// The codec server answers the UI's CORS preflight for its origin only.
+func TestCodecHandlerCORS(t *testing.T) {
+	h := CodecHandler(mustCodec(t, 1, map[int][]byte{1: testKey(1)}), "http://127.0.0.1:8233")
+	for origin, want := range map[string]string{"http://127.0.0.1:8233": "http://127.0.0.1:8233", "http://evil.example": ""} {
+		req := httptest.NewRequest(http.MethodOptions, "/decode", nil)
+		req.Header.Set("Origin", origin)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if got := rec.Header().Get("Access-Control-Allow-Origin"); got != want || rec.Code != http.StatusNoContent {
+			t.Errorf("preflight from %s: %d, allow-origin %q, want %q", origin, rec.Code, got, want)
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/decode", strings.NewReader(`{"payloads":[{"metadata":{"encoding":"YmluYXJ5L2VuY3J5cHRlZA==","encryption-key-id":"OQ=="},"data":"AAAA"}]}`)))
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "not held") {
+		t.Errorf("decode with an unknown key id: %d %s", rec.Code, rec.Body.String())
 	}
 }
