@@ -149,7 +149,7 @@ func Open(ctx context.Context, cfg config.Config, producerGroup string, withTemp
 			opts = append(opts, temporalx.WithMetrics(mh))
 		}
 		c.temporalOpts = opts
-		if c.Temporal, err = temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, log, opts...); err != nil {
+		if c.Temporal, err = temporalx.Dial(ctx, cfg, log, opts...); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -303,7 +303,7 @@ func RunWorkers(ctx context.Context, cfg config.Config, conns *Conns, names []st
 		Temporal: conns.Temporal, Provider: conns.Provider, IDs: deriver, Registry: tel.Registry, Reservation: tel.Reservation,
 		Saga: tel.Saga, Reconcile: tel.Reconcile, Failpoints: fp, Log: log}
 	if _, versioned := sagaworker.Version(cfg); versioned && slices.Contains(names, PartSaga) {
-		sw, err := temporalx.Detached(ctx, conns.Temporal, cfg.TemporalNamespace, log, conns.temporalOpts...)
+		sw, err := temporalx.Detached(ctx, conns.Temporal, cfg, log, conns.temporalOpts...)
 		if err != nil {
 			return err
 		}

@@ -125,7 +125,9 @@ func TestTemporalUIListsStuckSaga(t *testing.T) {
 	var summary string
 	if p := desc.GetExecutionConfig().GetUserMetadata().GetSummary(); p == nil {
 		t.Fatal("the saga has no static summary")
-	} else if err := converter.GetDefaultDataConverter().FromPayload(p, &summary); err != nil {
+	} else if codec, err := temporalx.CodecFor(cfg); err != nil {
+		t.Fatal(err)
+	} else if err := codec.DataConverter().FromPayload(p, &summary); err != nil {
 		t.Fatal(err)
 	}
 	if want := fmt.Sprintf("reservation saga: sale %d, SKU %d", m.ActivityID, m.SKUID); summary != want {

@@ -7,6 +7,8 @@
 #                  SECKILL_TEMPORAL=server the real Temporal server on PostgreSQL
 #                  (same ports; see scripts/stack/temporal-server.sh)
 #   paysim         :18090 payment provider simulator (this project's `seckill-dev paysim`)
+#   codec server   :8234 `seckill codec-server`: decrypts Temporal payloads for the Web UI
+#                  (its codec endpoint) and `temporal ... --codec-endpoint`
 #   Redis Cluster  :57001-57003 only with SECKILL_REDIS=cluster: three masters beside
 #                  the single Redis (see scripts/stack/redis-cluster.sh)
 #   Prometheus     :19090 only with SECKILL_PROMETHEUS=1 (Debian package; loads
@@ -51,6 +53,7 @@ TEMPORAL_BIN=$STACK_DIR/bin/temporal
 TEMPORAL_PORT=${SECKILL_TEMPORAL_PORT:-7233}
 TEMPORAL_UI_PORT=${SECKILL_TEMPORAL_UI_PORT:-8233}
 TEMPORAL_MODE=${SECKILL_TEMPORAL:-dev}
+CODEC_ADDR=${SECKILL_CODEC_ADDR:-127.0.0.1:8234}
 case "$TEMPORAL_MODE" in
 dev | server) ;;
 *) echo "SECKILL_TEMPORAL=$TEMPORAL_MODE: want dev (the dev server, default) or server (the real server)" >&2; exit 2 ;;
@@ -183,7 +186,7 @@ temporal_up() {
     --sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=normal
     --dynamic-config-value matching.numTaskqueueReadPartitions=1
     --dynamic-config-value matching.numTaskqueueWritePartitions=1
-    --log-level warn)
+    --ui-codec-endpoint "http://$CODEC_ADDR" --log-level warn)
   local sa
   for sa in "${TEMPORAL_SEARCH_ATTRIBUTES[@]}"; do args+=(--search-attribute "$sa"); done
   log "temporal: starting dev server on 127.0.0.1:$TEMPORAL_PORT (UI :$TEMPORAL_UI_PORT)"
@@ -204,6 +207,22 @@ paysim_up() {
   wait_until paysim 30 curl -fsS "http://$PAYSIM_ADDR/healthz"
 }
 
+# ---------- Codec server (`seckill codec-server`: the Web UI's codec endpoint) ----------
+codec_up() {
+  if running codec && codec_healthy; then log "codec: already running"; return; fi
+  port_open "${CODEC_ADDR%:*}" "${CODEC_ADDR#*:}" && fail codec "$(logfile codec)" "port ${CODEC_ADDR#*:} is taken by another process"
+  local lf; lf=$(logfile codec-build)
+  log "codec: building bin/seckill"
+  (cd "$ROOT" && go build -o "$STACK_DIR/bin/seckill-codec" ./cmd/seckill) >"$lf" 2>&1 || fail codec "$lf" "go build failed"
+  log "codec: starting the payload codec server on http://$CODEC_ADDR"
+  start_bg codec "$STACK_DIR/bin/seckill-codec" codec-server --addr "$CODEC_ADDR" \
+    --origin "http://127.0.0.1:$TEMPORAL_UI_PORT" --origin "http://localhost:$TEMPORAL_UI_PORT"
+  wait_until codec 30 codec_healthy
+}
+
+# codec_healthy: /decode answers an empty batch.
+codec_healthy() { curl -fsS -o /dev/null -X POST -d '{"payloads":[]}' "http://$CODEC_ADDR/decode"; }
+
 print_addresses() {
   cat <<TXT
 PostgreSQL   postgres://seckill:seckill@127.0.0.1:$PG_PORT/seckill?sslmode=disable
@@ -212,6 +231,7 @@ RocketMQ     name server 127.0.0.1:9876, broker 127.0.0.1:10911
 Temporal     127.0.0.1:$TEMPORAL_PORT (namespace default; $(temporal_what))
 Temporal UI  http://127.0.0.1:$TEMPORAL_UI_PORT
 Paysim       http://$PAYSIM_ADDR (payment provider simulator)
+Codec server http://$CODEC_ADDR (Temporal payloads, for the UI and --codec-endpoint)
 TXT
   if running "redis-cluster-${REDIS_CLUSTER_PORTS%% *}"; then echo "Redis Cluster SECKILL_REDIS_CLUSTER_ADDRS=$(redis_cluster_seeds)"; fi
   if running prometheus; then echo "Prometheus   http://$PROMETHEUS_ADDR (targets: http://$PROMETHEUS_ADDR/targets, alerts: /alerts)"; fi
@@ -226,7 +246,7 @@ temporal_what() {
 
 status() {
   local n
-  for n in postgres redis temporal paysim api worker; do
+  for n in postgres redis temporal paysim codec api worker; do
     if running "$n"; then echo "$n running (pid $(cat "$(pidfile "$n")"))"
     elif [ "$n" = temporal ] && running temporal-server; then echo "temporal (dev server) stopped"
     else echo "$n stopped"; fi
@@ -257,6 +277,7 @@ up)
   rocketmq_up
   if [ "$TEMPORAL_MODE" = server ]; then tserver_up; else temporal_up; fi
   paysim_up
+  codec_up
   if [ "${SECKILL_PROMETHEUS:-0}" = 1 ]; then prometheus_up; fi
   log "stack up in $((SECONDS - start))s"
   print_addresses
@@ -265,6 +286,7 @@ down)
   app_down
   prometheus_down
   stop_pid paysim 10
+  stop_pid codec 10
   stop_pid temporal 30
   tserver_down
   rocketmq_down

@@ -3,8 +3,6 @@ package workflows
 import (
 	"path/filepath"
 	"testing"
-
-	"go.temporal.io/sdk/worker"
 )
 
 // TestReplayBulkRepairHistories replays the BulkRepairWorkflow histories
@@ -19,7 +17,7 @@ func TestReplayBulkRepairHistories(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
+			r := newReplayer(t)
 			r.RegisterWorkflow(BulkRepairWorkflow)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)

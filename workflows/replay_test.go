@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 )
 
 // recordedBranches says which recorded history covers which saga branch:
@@ -127,7 +126,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 	})
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
+			r := newReplayer(t)
 			r.RegisterWorkflow(ReservationSaga)
 			r.RegisterWorkflow(RefundWorkflow)
 			r.RegisterWorkflow(BulkRepairWorkflow)
@@ -225,7 +224,7 @@ func markerStep(a *historypb.MarkerRecordedEventAttributes) string {
 
 func payloadText(p *commonpb.Payloads) string {
 	var parts []string
-	for _, v := range p.GetPayloads() {
+	for _, v := range decoded(p) {
 		parts = append(parts, string(v.GetData()))
 	}
 	return strings.Join(parts, ",")

@@ -20,7 +20,7 @@ func TestSmokeWorkflowOnDevServer(t *testing.T) {
 	cfg := testenv.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, nil)
+	c, err := temporalx.Dial(ctx, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,7 +159,7 @@ func smokeRocketMQ(ctx context.Context, cfg config.Config) (string, error) {
 
 func smokeTemporal(ctx context.Context, cfg config.Config) (string, error) {
 	logger := logx.New(io.Discard, "error")
-	c, err := temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, logger)
+	c, err := temporalx.Dial(ctx, cfg, logger)
 	if err != nil {
 		return "", err
 	}

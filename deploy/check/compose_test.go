@@ -22,7 +22,7 @@ const composePath = "../../docker-compose.yml"
 
 // composeSecrets are the variables docker-compose.yml requires (${X:?...}).
 var composeSecrets = []string{"SECKILL_PG_PASSWORD", "SECKILL_ID_SECRETS", "SECKILL_AUTH_SECRETS", "SECKILL_ADMIN_TOKEN",
-	"SECKILL_PAYSIM_SECRET", "SECKILL_PAYSIM_MERCHANT_KEY"}
+	"SECKILL_PAYSIM_SECRET", "SECKILL_PAYSIM_MERCHANT_KEY", "SECKILL_PAYLOAD_SECRETS"}
 
 // sentinel is the value the tests give the required variable name.
 func sentinel(name string) string { return "test-" + strings.ToLower(name) }

@@ -4,7 +4,8 @@
 # dev server: `SECKILL_TEMPORAL=server scripts/stack.sh up` (or make up).
 # Sourced by scripts/stack.sh after scripts/stack/lib.sh; uses stack.sh's
 # pg_psql, PG_PORT, TEMPORAL_BIN (the CLI: health checks, namespace, search
-# attributes), TEMPORAL_PORT, TEMPORAL_UI_PORT, TEMPORAL_SEARCH_ATTRIBUTES.
+# attributes), TEMPORAL_PORT, TEMPORAL_UI_PORT, TEMPORAL_SEARCH_ATTRIBUTES,
+# CODEC_ADDR (the UI's codec endpoint).
 #
 #   tserver_install  go install, into $STACK_DIR/bin with a version marker:
 #                      temporal-server     go.temporal.io/server/cmd/server
@@ -212,6 +213,9 @@ defaultNamespace: default
 hideLogs: true
 cors:
   cookieInsecure: true
+# The browser fetches decoded payloads here (scripts/stack.sh codec_up).
+codec:
+  endpoint: "http://$CODEC_ADDR"
 YAML
 }
 

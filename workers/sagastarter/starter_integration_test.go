@@ -58,7 +58,7 @@ func TestTenThousandDeliveriesStartOneSaga(t *testing.T) {
 	cfg := testenv.Require(t)
 	_, pool := testenv.Database(t, cfg)
 	ctx := context.Background()
-	tc, err := temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	tc, err := temporalx.Dial(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestMalformedAndConflictingMessagesAreQuarantined(t *testing.T) {
 	cfg := testenv.Require(t)
 	_, pool := testenv.Database(t, cfg)
 	ctx := context.Background()
-	tc, err := temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	tc, err := temporalx.Dial(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestFailedStartIsNotRecordedAsStarted(t *testing.T) {
 	_, pool := testenv.Database(t, cfg)
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	tc, err := temporalx.Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, quiet)
+	tc, err := temporalx.Dial(ctx, cfg, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,12 +70,12 @@ func newVersioningRig(t *testing.T) *versioningRig {
 	_, pool := testenv.Database(t, cfg)
 	rdb := testenv.Redis(t, cfg)
 	log := slog.New(slog.DiscardHandler)
-	tc, err := temporalx.Dial(context.Background(), cfg.TemporalAddress, cfg.TemporalNamespace, log)
+	tc, err := temporalx.Dial(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tc.Close)
-	wc, err := temporalx.Detached(context.Background(), tc, cfg.TemporalNamespace, log)
+	wc, err := temporalx.Detached(context.Background(), tc, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 )
 
 // Commands returns the production commands: api, worker, migrate, sale,
-// token, reconcile, explain, check, repair, redis and mq.
+// token, reconcile, explain, check, repair, redis, mq and codec-server.
 func Commands() []*cobra.Command {
 	return []*cobra.Command{newMigrateCmd(), newAPICmd(), newWorkerCmd(), newTokenCmd(), newSaleCmd(), newReconcileCmd(),
-		newRedisCmd(), newMQCmd(), newExplainCmd(), newCheckCmd(), newRepairCmd()}
+		newRedisCmd(), newMQCmd(), newExplainCmd(), newCheckCmd(), newRepairCmd(), newCodecServerCmd()}
 }
 
 // NewRoot returns the root command of a binary named use, with cmds.

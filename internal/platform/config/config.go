@@ -101,6 +101,12 @@ type Config struct {
 	// dropping the old one once its tokens have expired (docs/operations.md).
 	AuthSecrets    []string `env:"SECKILL_AUTH_SECRETS" envDefault:"1:6465762d6f6e6c792d617574682d7365637265742d6368616e67652d6d652d31" envSeparator:"," secret:"dev"`
 	AuthKeyVersion int      `env:"SECKILL_AUTH_KEY_VERSION" envDefault:"1"`
+	// PayloadSecrets encrypt Temporal payloads (AES-256-GCM, temporalx.Codec):
+	// "version:hexkey" pairs of exactly 32 bytes; PayloadKeyVersion encrypts
+	// new payloads and every listed version decrypts (docs/operations.md,
+	// "Payload encryption").
+	PayloadSecrets    []string `env:"SECKILL_PAYLOAD_SECRETS" envDefault:"1:6465762d6f6e6c792d7061796c6f61642d6b65792d6368616e67652d6d652d31" envSeparator:"," secret:"dev"`
+	PayloadKeyVersion int      `env:"SECKILL_PAYLOAD_KEY_VERSION" envDefault:"1"`
 	// AuthMaxTTL is the longest lifetime (exp - iat) a user token may have.
 	AuthMaxTTL time.Duration `env:"SECKILL_AUTH_MAX_TTL" envDefault:"24h"`
 	// AdminToken guards the admin endpoints (sale set-up, reconcile, repair).

@@ -30,6 +30,8 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		{"unknown auth key version", "SECKILL_AUTH_KEY_VERSION", "3", "SECKILL_AUTH_KEY_VERSION"},
 		{"long token lifetime", "SECKILL_AUTH_MAX_TTL", "9000h", "SECKILL_AUTH_MAX_TTL"},
 		{"bad id secret", "SECKILL_ID_SECRETS", "x:zz", "SECKILL_ID_SECRETS"},
+		{"payload key not AES-256", "SECKILL_PAYLOAD_SECRETS", "1:" + strings.Repeat("ab", 48), "SECKILL_PAYLOAD_SECRETS"},
+		{"unknown payload key version", "SECKILL_PAYLOAD_KEY_VERSION", "2", "SECKILL_PAYLOAD_KEY_VERSION"},
 		{"unknown key version", "SECKILL_ID_KEY_VERSION", "9", "SECKILL_ID_KEY_VERSION"},
 		{"bad log level", "SECKILL_LOG_LEVEL", "loud", "SECKILL_LOG_LEVEL"},
 		{"cluster seed without port", "SECKILL_REDIS_CLUSTER_ADDRS", "127.0.0.1:57001,127.0.0.1", "SECKILL_REDIS_CLUSTER_ADDRS"},
@@ -118,6 +120,7 @@ func TestProductionRefusesDevelopmentSecrets(t *testing.T) {
 		"SECKILL_ADMIN_TOKEN":         strings.Repeat("3c", 32),
 		"SECKILL_PAYSIM_SECRET":       strings.Repeat("4d", 32),
 		"SECKILL_PAYSIM_MERCHANT_KEY": strings.Repeat("5e", 8),
+		"SECKILL_PAYLOAD_SECRETS":     "1:" + strings.Repeat("6f", 32),
 	}
 	for name := range own {
 		t.Run(name, func(t *testing.T) {
@@ -178,6 +181,7 @@ func TestProductionRefusesUnsafeSettings(t *testing.T) {
 		"SECKILL_ADMIN_TOKEN":         strings.Repeat("3c", 32),
 		"SECKILL_PAYSIM_SECRET":       strings.Repeat("4d", 32),
 		"SECKILL_PAYSIM_MERCHANT_KEY": strings.Repeat("5e", 8),
+		"SECKILL_PAYLOAD_SECRETS":     "1:" + strings.Repeat("6f", 32),
 	}
 	pw := strings.Repeat("6f", 16)
 	cases := []struct{ name, v, reason string }{

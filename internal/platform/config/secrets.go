@@ -25,6 +25,9 @@ func (c Config) validateSecrets() error {
 	if _, err := c.AuthKeys(); err != nil {
 		return err
 	}
+	if _, err := c.PayloadKeys(); err != nil {
+		return err
+	}
 	if c.AuthMaxTTL <= 0 || c.AuthMaxTTL > 30*24*time.Hour {
 		return &FieldError{Var: "SECKILL_AUTH_MAX_TTL", Value: c.AuthMaxTTL.String(), Reason: "must be between 0 and 720h"}
 	}
@@ -130,6 +133,22 @@ func (c Config) IDKeys() (map[int][]byte, error) {
 // the current SECKILL_AUTH_KEY_VERSION is among them.
 func (c Config) AuthKeys() (map[int][]byte, error) {
 	return versionedKeys("SECKILL_AUTH_SECRETS", c.AuthSecrets, "SECKILL_AUTH_KEY_VERSION", c.AuthKeyVersion)
+}
+
+// PayloadKeys parses SECKILL_PAYLOAD_SECRETS into version → AES-256 key
+// and checks that the current SECKILL_PAYLOAD_KEY_VERSION is among them.
+func (c Config) PayloadKeys() (map[int][]byte, error) {
+	const name = "SECKILL_PAYLOAD_SECRETS"
+	keys, err := versionedKeys(name, c.PayloadSecrets, "SECKILL_PAYLOAD_KEY_VERSION", c.PayloadKeyVersion)
+	if err != nil {
+		return nil, err
+	}
+	for v, k := range keys {
+		if len(k) != 32 {
+			return nil, &FieldError{Var: name, Value: "<redacted>", Reason: fmt.Sprintf("key version %d must be hex of exactly 32 bytes (AES-256)", v)}
+		}
+	}
+	return keys, nil
 }
 
 func versionedKeys(name string, pairs []string, currentName string, current int) (map[int][]byte, error) {

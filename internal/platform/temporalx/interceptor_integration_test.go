@@ -53,7 +53,7 @@ func runOnDevServer(t *testing.T, act func(context.Context) (int32, error), spy 
 	cfg := testenv.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, cfg.TemporalAddress, cfg.TemporalNamespace, nil)
+	c, err := Dial(ctx, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
+
+	"github.com/seckill/seckill/internal/platform/config"
 )
 
 // Option adjusts the client options of Dial.
@@ -24,16 +26,20 @@ func WithMetrics(h client.MetricsHandler) Option {
 	return func(o *client.Options) { o.MetricsHandler = h }
 }
 
-// Dial connects to the Temporal frontend at addr in namespace ns and checks it
-// answers.
-func Dial(ctx context.Context, addr, ns string, logger *slog.Logger, opts ...Option) (client.Client, error) {
+// Dial connects to the Temporal frontend of cfg (SECKILL_TEMPORAL_ADDR, in
+// SECKILL_TEMPORAL_NAMESPACE) and checks it answers. Its payloads go
+// through cfg's Codec: every client and worker of the project encrypts.
+func Dial(ctx context.Context, cfg config.Config, logger *slog.Logger, opts ...Option) (client.Client, error) {
+	o, err := clientOptions(cfg, logger, opts)
+	if err != nil {
+		return nil, err
+	}
+	o.HostPort = cfg.TemporalAddress
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	o := clientOptions(ns, logger, opts)
-	o.HostPort = addr
 	c, err := client.DialContext(dctx, o)
 	if err != nil {
-		return nil, fmt.Errorf("dial temporal at %s: %w", addr, err)
+		return nil, fmt.Errorf("dial temporal at %s: %w", cfg.TemporalAddress, err)
 	}
 	return c, nil
 }
@@ -44,23 +50,31 @@ func Dial(ctx context.Context, addr, ns string, logger *slog.Logger, opts ...Opt
 // local worker whatever its worker deployment version, which would pin new
 // sagas to a version that is no longer current (docs/operations.md,
 // "Deploying the saga worker"). Close it before c.
-func Detached(ctx context.Context, c client.Client, ns string, logger *slog.Logger, opts ...Option) (client.Client, error) {
-	d, err := client.NewClientFromExistingWithContext(ctx, c, clientOptions(ns, logger, opts))
+func Detached(ctx context.Context, c client.Client, cfg config.Config, logger *slog.Logger, opts ...Option) (client.Client, error) {
+	o, err := clientOptions(cfg, logger, opts)
+	if err != nil {
+		return nil, err
+	}
+	d, err := client.NewClientFromExistingWithContext(ctx, c, o)
 	if err != nil {
 		return nil, fmt.Errorf("temporal client for the versioned worker: %w", err)
 	}
 	return d, nil
 }
 
-func clientOptions(ns string, logger *slog.Logger, opts []Option) client.Options {
+func clientOptions(cfg config.Config, logger *slog.Logger, opts []Option) (client.Options, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	o := client.Options{Namespace: ns, Logger: tlog.NewStructuredLogger(logger)}
+	codec, err := CodecFor(cfg)
+	if err != nil {
+		return client.Options{}, err
+	}
+	o := client.Options{Namespace: cfg.TemporalNamespace, Logger: tlog.NewStructuredLogger(logger), DataConverter: codec.DataConverter()}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return o
+	return o, nil
 }
 
 // NewWorker returns a worker on taskQueue with autoscaling pollers, whose

@@ -27,7 +27,7 @@ senddue rebalance starter saga outbox deadletter refunds
 
 {{/* The secrets (config fields tagged secret:"dev", and the DSN, which holds the password). */}}
 {{- define "seckill.secretKeys" -}}
-SECKILL_ID_SECRETS SECKILL_AUTH_SECRETS SECKILL_ADMIN_TOKEN SECKILL_PAYSIM_SECRET SECKILL_PAYSIM_MERCHANT_KEY
+SECKILL_ID_SECRETS SECKILL_AUTH_SECRETS SECKILL_ADMIN_TOKEN SECKILL_PAYSIM_SECRET SECKILL_PAYSIM_MERCHANT_KEY SECKILL_PAYLOAD_SECRETS
 {{- end -}}
 
 {{/* Variables the chart sets itself. */}}
