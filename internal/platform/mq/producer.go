@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,6 +86,9 @@ type Producer struct {
 	group  string
 	cfg    producerConfig
 	closed atomic.Bool
+	// inflight is held for reading by every SDK send until it returns, and
+	// for writing by Close: the SDK must not be shut down under a send.
+	inflight sync.RWMutex
 }
 
 // sdkProducer is the part of the SDK producer this package uses.
@@ -183,6 +187,9 @@ func (p *Producer) SendBatch(ctx context.Context, msgs []Message) (SendResult, e
 		if errors.Is(err, ErrSendUnknown) {
 			return SendResult{}, fmt.Errorf("send to %s: %w", m.Topic, err)
 		}
+		if errors.Is(err, ErrClosed) {
+			return SendResult{}, err
+		}
 		lastErr = err
 	}
 	return SendResult{}, fmt.Errorf("send to %s failed after %d attempts: %w", m.Topic, p.cfg.retries+1, lastErr)
@@ -210,7 +217,13 @@ func (p *Producer) sendOnce(ctx context.Context, ms []Message) (SendResult, erro
 	actx, cancel := context.WithTimeout(ctx, p.cfg.sendTimeout)
 	defer cancel()
 	done := make(chan sendOutcome, 1)
+	p.inflight.RLock()
+	if p.closed.Load() {
+		p.inflight.RUnlock()
+		return SendResult{}, fmt.Errorf("send to %s: %w", m.Topic, ErrClosed)
+	}
 	go func() {
+		defer p.inflight.RUnlock()
 		res, err := p.p.SendSync(actx, batch...)
 		done <- sendOutcome{res: res, err: err}
 	}()
@@ -278,12 +291,16 @@ func outcomeUnknown(err error) bool {
 // Group returns the producer group name.
 func (p *Producer) Group() string { return p.group }
 
-// Close shuts the producer down. Sends still in flight may fail. Calling
-// Close again returns nil.
+// Close shuts the producer down once the SDK sends in flight have returned
+// (each is bounded by the send timeout, or the SDK's own route-lookup
+// timeout); sends that start after Close fail with ErrClosed. Calling Close
+// again returns nil.
 func (p *Producer) Close() error {
 	if !p.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	p.inflight.Lock()
+	defer p.inflight.Unlock()
 	if err := p.p.Shutdown(); err != nil {
 		return fmt.Errorf("shutdown producer %s: %w", p.group, err)
 	}
