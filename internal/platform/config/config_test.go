@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDefaultsAreValid(t *testing.T) {
@@ -270,5 +271,25 @@ func TestDeploymentNameDefaultsToTheTaskQueue(t *testing.T) {
 	t.Setenv("SECKILL_TEMPORAL_TASK_QUEUE", "a.b") // no deployment name is derived from it when versioning is off
 	if c, err = Load(); err != nil || c.DeploymentName() != "seckill" {
 		t.Errorf("DeploymentName() = %q, %v; want seckill", c.DeploymentName(), err)
+	}
+}
+
+// Development may mint long-lived tokens; production caps the lifetime at
+// ProductionMaxTokenTTL.
+func TestProductionCapsTokenLifetime(t *testing.T) {
+	t.Setenv("SECKILL_ENV", "development")
+	t.Setenv("SECKILL_AUTH_MAX_TTL", "48h")
+	c, err := Load()
+	if err != nil || c.AuthMaxTTL != 48*time.Hour {
+		t.Fatalf("development with 48h: %v %v", c.AuthMaxTTL, err)
+	}
+	c.Env = EnvProduction
+	var fe *FieldError
+	if err := c.validateSecrets(); !errors.As(err, &fe) || fe.Var != "SECKILL_AUTH_MAX_TTL" {
+		t.Fatalf("production with 48h: %v", err)
+	}
+	c.AuthMaxTTL = ProductionMaxTokenTTL
+	if err := c.validateSecrets(); err != nil {
+		t.Fatalf("production with 24h: %v", err)
 	}
 }

@@ -31,6 +31,9 @@ func (c Config) validateSecrets() error {
 	if c.AuthMaxTTL <= 0 || c.AuthMaxTTL > 30*24*time.Hour {
 		return &FieldError{Var: "SECKILL_AUTH_MAX_TTL", Value: c.AuthMaxTTL.String(), Reason: "must be between 0 and 720h"}
 	}
+	if c.Env == EnvProduction && c.AuthMaxTTL > ProductionMaxTokenTTL {
+		return &FieldError{Var: "SECKILL_AUTH_MAX_TTL", Value: c.AuthMaxTTL.String(), Reason: "production allows at most 24h (a token cannot be revoked before it expires)"}
+	}
 	if k, err := hex.DecodeString(c.PaysimSecret); err != nil || len(k) < 32 {
 		return &FieldError{Var: "SECKILL_PAYSIM_SECRET", Value: "<redacted>", Reason: "must be hex of at least 32 bytes"}
 	}
@@ -42,6 +45,9 @@ func (c Config) validateSecrets() error {
 	}
 	return nil
 }
+
+// ProductionMaxTokenTTL is the longest SECKILL_AUTH_MAX_TTL production accepts.
+const ProductionMaxTokenTTL = 24 * time.Hour
 
 // Deployment kinds (SECKILL_ENV).
 const (
