@@ -40,6 +40,15 @@ type Config struct {
 	// RedisDB selects the logical database (tests isolate with it); a
 	// cluster has only database 0.
 	RedisDB int `env:"SECKILL_REDIS_DB" envDefault:"0"`
+	// RedisUsername and RedisPassword authenticate to Redis (AUTH with an
+	// ACL user, or the default user's requirepass when RedisUsername is
+	// empty); empty, no AUTH is sent.
+	RedisUsername string `env:"SECKILL_REDIS_USERNAME"`
+	RedisPassword string `env:"SECKILL_REDIS_PASSWORD"`
+	// RedisTLS speaks TLS to every Redis node, verifying the server against
+	// RedisCAFile (PEM) when set, else against the system roots.
+	RedisTLS    bool   `env:"SECKILL_REDIS_TLS" envDefault:"false"`
+	RedisCAFile string `env:"SECKILL_REDIS_CA_FILE"`
 
 	RocketMQNameServers []string `env:"SECKILL_ROCKETMQ_NAMESRV" envDefault:"127.0.0.1:9876" envSeparator:","`
 	// TopicOrderCreate carries ORDER_CREATE_REQUESTED from the gateway to the saga starter.

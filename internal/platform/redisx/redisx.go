@@ -39,10 +39,14 @@ const (
 // SECKILL_REDIS_DB. poolSize is per node. The scripts are loaded (on every
 // node of a cluster) so EVALSHA hits from the start.
 func Dial(ctx context.Context, cfg config.Config, poolSize int) (redis.UniversalClient, error) {
-	if !cfg.RedisCluster() {
-		return OpenDB(ctx, cfg.RedisAddr, cfg.RedisDB, poolSize)
+	a, err := authOf(cfg)
+	if err != nil {
+		return nil, err
 	}
-	return OpenCluster(ctx, cfg.RedisClusterAddrs, poolSize)
+	if !cfg.RedisCluster() {
+		return openDB(ctx, cfg.RedisAddr, cfg.RedisDB, poolSize, a)
+	}
+	return openCluster(ctx, cfg.RedisClusterAddrs, poolSize, a)
 }
 
 // Open connects to the Redis at addr, checks it answers and loads every
@@ -53,8 +57,15 @@ func Open(ctx context.Context, addr string, poolSize int) (*redis.Client, error)
 
 // OpenDB is Open on logical database db.
 func OpenDB(ctx context.Context, addr string, db, poolSize int) (*redis.Client, error) {
+	return openDB(ctx, addr, db, poolSize, auth{})
+}
+
+func openDB(ctx context.Context, addr string, db, poolSize int, a auth) (*redis.Client, error) {
 	c := redis.NewClient(&redis.Options{
 		Addr:         addr,
+		Username:     a.username,
+		Password:     a.password,
+		TLSConfig:    a.tls,
 		DB:           db,
 		PoolSize:     poolSize,
 		DialTimeout:  dialTimeout,
@@ -74,6 +85,10 @@ func OpenDB(ctx context.Context, addr string, db, poolSize int) (*redis.Client, 
 // nodes; the client learns the rest from CLUSTER SLOTS), checks every master
 // answers and loads the scripts on every node.
 func OpenCluster(ctx context.Context, seeds []string, poolSize int) (*redis.ClusterClient, error) {
+	return openCluster(ctx, seeds, poolSize, auth{})
+}
+
+func openCluster(ctx context.Context, seeds []string, poolSize int, a auth) (*redis.ClusterClient, error) {
 	addrs := make([]string, 0, len(seeds))
 	for _, s := range seeds {
 		if s = strings.TrimSpace(s); s != "" {
@@ -85,6 +100,9 @@ func OpenCluster(ctx context.Context, seeds []string, poolSize int) (*redis.Clus
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs:        addrs,
+		Username:     a.username,
+		Password:     a.password,
+		TLSConfig:    a.tls,
 		PoolSize:     poolSize,
 		DialTimeout:  dialTimeout,
 		ReadTimeout:  readTimeout,
