@@ -197,16 +197,48 @@ func NewTelemetry() *Telemetry {
 
 // Authenticator builds the token verifier from the config.
 func Authenticator(cfg config.Config) (*auth.Authenticator, error) {
-	keys, err := cfg.AuthKeys()
+	o, err := authOptions(cfg)
 	if err != nil {
 		return nil, err
+	}
+	return auth.New(o)
+}
+
+func authOptions(cfg config.Config) (auth.Options, error) {
+	keys, err := cfg.AuthKeys()
+	if err != nil {
+		return auth.Options{}, err
 	}
 	ops, err := cfg.AdminCredentials()
 	if err != nil {
+		return auth.Options{}, err
+	}
+	return auth.Options{Keys: keys, Current: cfg.AuthKeyVersion, MaxTTL: cfg.AuthMaxTTL, AdminToken: cfg.AdminToken,
+		AdminTokens: ops}, nil
+}
+
+// gatewayAuthenticator is Authenticator that also refuses the tokens of
+// revoked users (`seckill token revoke`), reloading their epochs from
+// PostgreSQL every SECKILL_AUTH_REVOCATION_REFRESH until conns close.
+func gatewayAuthenticator(cfg config.Config, conns *Conns, log *slog.Logger) (*auth.Authenticator, error) {
+	o, err := authOptions(cfg)
+	if err != nil {
 		return nil, err
 	}
-	return auth.New(auth.Options{Keys: keys, Current: cfg.AuthKeyVersion, MaxTTL: cfg.AuthMaxTTL, AdminToken: cfg.AdminToken,
-		AdminTokens: ops})
+	if cfg.AuthRevocationRefresh <= 0 {
+		return nil, fmt.Errorf("SECKILL_AUTH_REVOCATION_REFRESH must be positive, got %s", cfg.AuthRevocationRefresh)
+	}
+	lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	epochs, err := auth.LoadEpochs(lctx, conns.Pool, cfg.AuthMaxTTL)
+	if err != nil {
+		return nil, err
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	go epochs.Run(rctx, cfg.AuthRevocationRefresh, log)
+	conns.closers = append(conns.closers, stop)
+	o.Revocations = epochs
+	return auth.New(o)
 }
 
 // Deriver builds the stable-ID deriver from the config.
@@ -224,7 +256,7 @@ func APIHandler(cfg config.Config, conns *Conns, tel *Telemetry, fp *failpoint.S
 	if err != nil {
 		return nil, err
 	}
-	authn, err := Authenticator(cfg)
+	authn, err := gatewayAuthenticator(cfg, conns, log)
 	if err != nil {
 		return nil, err
 	}

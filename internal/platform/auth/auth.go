@@ -45,6 +45,9 @@ type Options struct {
 	// line as "<name>:<fingerprint>".
 	AdminToken  string
 	AdminTokens map[string]string
+	// Revocations, when set, refuses a user's tokens issued before that
+	// user's epoch (checked on every request, cached tokens too).
+	Revocations Revocations
 }
 
 // adminCredential is one admin token and the name audit lines give it.
@@ -61,6 +64,7 @@ type Authenticator struct {
 	admins   []adminCredential // admins[0] is AdminToken's
 	now      func() time.Time
 	verified *verified
+	revoked  Revocations
 }
 
 // leeway is the clock skew User tolerates on exp and iat.
@@ -96,7 +100,7 @@ func New(o Options) (*Authenticator, error) {
 		admins[i].name = c.name + ":" + hex.EncodeToString(fp[:4])
 	}
 	return &Authenticator{keys: o.Keys, current: o.Current, maxTTL: o.MaxTTL, admins: admins,
-		now: time.Now, verified: newVerified()}, nil
+		now: time.Now, verified: newVerified(), revoked: o.Revocations}, nil
 }
 
 // Mint returns a token for userID valid for ttl (at most the maximum lifetime).
@@ -122,21 +126,29 @@ func (a *Authenticator) Mint(userID int64, ttl time.Duration) (string, error) {
 // User verifies a bearer token and returns its user id. A token seen before
 // and not expired yet is answered from the verified-token cache.
 func (a *Authenticator) User(token string) (int64, error) {
-	if id, ok := a.verified.get(token, a.now()); ok {
-		return id, nil
+	id, iat, ok := a.verified.get(token, a.now())
+	if !ok {
+		var exp time.Time
+		var err error
+		if id, iat, exp, err = a.verify(token); err != nil {
+			return 0, err
+		}
+		a.verified.put(token, id, iat, exp.Add(leeway))
 	}
-	id, exp, err := a.verify(token)
-	if err != nil {
-		return 0, err
+	if a.revoked != nil {
+		if nb, ok := a.revoked.NotBefore(id); ok && iat.Before(nb) {
+			return 0, fmt.Errorf("%w: token of user %d issued at %s, before its revocation epoch %s",
+				ErrUnauthenticated, id, iat.UTC().Format(time.RFC3339), nb.UTC().Format(time.RFC3339))
+		}
 	}
-	a.verified.put(token, id, exp.Add(leeway))
 	return id, nil
 }
 
-// verify runs every check of a user token and returns its user and expiry.
-func (a *Authenticator) verify(token string) (int64, time.Time, error) {
+// verify runs every check of a user token and returns its user, issue time
+// and expiry.
+func (a *Authenticator) verify(token string) (id int64, iat, exp time.Time, err error) {
 	var claims jwt.RegisteredClaims
-	_, err := jwt.ParseWithClaims(token, &claims, a.key,
+	_, err = jwt.ParseWithClaims(token, &claims, a.key,
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithIssuer(Issuer),
 		jwt.WithAudience(Audience),
@@ -146,19 +158,19 @@ func (a *Authenticator) verify(token string) (int64, time.Time, error) {
 		jwt.WithLeeway(leeway),
 		jwt.WithStrictDecoding())
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
+		return 0, time.Time{}, time.Time{}, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
 	}
 	if claims.IssuedAt == nil {
-		return 0, time.Time{}, fmt.Errorf("%w: no iat", ErrUnauthenticated)
+		return 0, time.Time{}, time.Time{}, fmt.Errorf("%w: no iat", ErrUnauthenticated)
 	}
 	if life := claims.ExpiresAt.Sub(claims.IssuedAt.Time); life > a.maxTTL {
-		return 0, time.Time{}, fmt.Errorf("%w: lifetime %s longer than %s", ErrUnauthenticated, life, a.maxTTL)
+		return 0, time.Time{}, time.Time{}, fmt.Errorf("%w: lifetime %s longer than %s", ErrUnauthenticated, life, a.maxTTL)
 	}
-	id, err := strconv.ParseInt(claims.Subject, 10, 64)
+	id, err = strconv.ParseInt(claims.Subject, 10, 64)
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != claims.Subject {
-		return 0, time.Time{}, fmt.Errorf("%w: subject %q is not a user id", ErrUnauthenticated, claims.Subject)
+		return 0, time.Time{}, time.Time{}, fmt.Errorf("%w: subject %q is not a user id", ErrUnauthenticated, claims.Subject)
 	}
-	return id, claims.ExpiresAt.Time, nil
+	return id, claims.IssuedAt.Time, claims.ExpiresAt.Time, nil
 }
 
 // key picks the verification key named by the token's kid.

@@ -150,7 +150,7 @@ func TestVerifiedTokenCache(t *testing.T) {
 			t.Fatalf("User = %d, %v", id, err)
 		}
 	}
-	if _, ok := a.verified.get(tok, now); !ok {
+	if _, _, ok := a.verified.get(tok, now); !ok {
 		t.Fatal("a verified token is not cached")
 	}
 	tampered := tok[:len(tok)-2] + map[bool]string{true: "AA", false: "BB"}[!strings.HasSuffix(tok, "AA")]
@@ -163,7 +163,7 @@ func TestVerifiedTokenCache(t *testing.T) {
 	}
 	v := newVerified()
 	for i := range verifiedShards*verifiedPerShard + 1000 {
-		v.put(strconv.Itoa(i), 1, now.Add(time.Hour))
+		v.put(strconv.Itoa(i), 1, now, now.Add(time.Hour))
 	}
 	n := 0
 	for i := range v.shards {
@@ -187,7 +187,7 @@ func BenchmarkUser(b *testing.B) {
 	}
 	b.Run("first-use", func(b *testing.B) {
 		for i := range b.N {
-			if _, _, err := a.verify(toks[i%len(toks)]); err != nil {
+			if _, _, _, err := a.verify(toks[i%len(toks)]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -243,5 +243,48 @@ func TestAdminPerOperator(t *testing.T) {
 	if _, err := New(Options{Keys: k, Current: 1, MaxTTL: time.Hour, AdminToken: "admin-token-123456",
 		AdminTokens: map[string]string{"alice": "short"}}); err == nil || !strings.Contains(err.Error(), "alice") {
 		t.Errorf("a short operator credential = %v, want a refusal naming alice", err)
+	}
+}
+
+// epochAt is a Revocations of fixed epochs.
+type epochAt map[int64]time.Time
+
+func (e epochAt) NotBefore(user int64) (time.Time, bool) { t, ok := e[user]; return t, ok }
+
+func TestRevocationEpochRefusesOlderTokensCachedOrNot(t *testing.T) {
+	a := newTestAuth(t)
+	epochs := epochAt{}
+	a.revoked = epochs
+	now := time.Unix(1_800_000_000, 0)
+	a.now = func() time.Time { return now }
+	old, err := a.Mint(42, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := a.Mint(43, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := a.User(old); err != nil || id != 42 { // verified and cached
+		t.Fatalf("User before the revocation = %d, %v", id, err)
+	}
+	epochs[42] = now.Add(time.Second) // seckill token revoke at now
+	if _, err := a.User(old); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("a cached token issued before its user's epoch = %v, want ErrUnauthenticated", err)
+	}
+	a.verified = newVerified()
+	if _, err := a.User(old); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("an uncached token issued before its user's epoch = %v, want ErrUnauthenticated", err)
+	}
+	if id, err := a.User(other); err != nil || id != 43 {
+		t.Fatalf("another user's token = %d, %v; want it untouched", id, err)
+	}
+	now = now.Add(time.Second)
+	fresh, err := a.Mint(42, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := a.User(fresh); err != nil || id != 42 {
+		t.Fatalf("a token issued at the epoch = %d, %v; want accepted", id, err)
 	}
 }

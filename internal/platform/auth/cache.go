@@ -30,6 +30,7 @@ type verifiedShard struct {
 
 type verifiedToken struct {
 	user int64
+	iat  time.Time // checked against the user's revocation epoch on every hit
 	exp  time.Time // the token's exp plus the leeway User allows
 }
 
@@ -45,8 +46,9 @@ func (v *verified) shard(token string) *verifiedShard {
 	return &v.shards[maphash.String(v.seed, token)%verifiedShards]
 }
 
-// get returns the user of a verified token that has not expired at now.
-func (v *verified) get(token string, now time.Time) (int64, bool) {
+// get returns the user and issue time of a verified token that has not
+// expired at now.
+func (v *verified) get(token string, now time.Time) (int64, time.Time, bool) {
 	s := v.shard(token)
 	s.mu.Lock()
 	t, ok := s.m[token]
@@ -55,10 +57,10 @@ func (v *verified) get(token string, now time.Time) (int64, bool) {
 		ok = false
 	}
 	s.mu.Unlock()
-	return t.user, ok
+	return t.user, t.iat, ok
 }
 
-func (v *verified) put(token string, user int64, exp time.Time) {
+func (v *verified) put(token string, user int64, iat, exp time.Time) {
 	s := v.shard(token)
 	s.mu.Lock()
 	if len(s.m) >= verifiedPerShard {
@@ -67,6 +69,6 @@ func (v *verified) put(token string, user int64, exp time.Time) {
 			break
 		}
 	}
-	s.m[token] = verifiedToken{user: user, exp: exp}
+	s.m[token] = verifiedToken{user: user, iat: iat, exp: exp}
 	s.mu.Unlock()
 }

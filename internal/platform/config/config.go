@@ -118,6 +118,9 @@ type Config struct {
 	PayloadKeyVersion int      `env:"SECKILL_PAYLOAD_KEY_VERSION" envDefault:"1"`
 	// AuthMaxTTL is the longest lifetime (exp - iat) a user token may have.
 	AuthMaxTTL time.Duration `env:"SECKILL_AUTH_MAX_TTL" envDefault:"24h"`
+	// AuthRevocationRefresh is how often a gateway reloads the users' token
+	// epochs (`seckill token revoke`): the longest a revoked token still works.
+	AuthRevocationRefresh time.Duration `env:"SECKILL_AUTH_REVOCATION_REFRESH" envDefault:"5s"`
 	// AdminToken guards the admin endpoints (sale set-up, reconcile, repair).
 	AdminToken string `env:"SECKILL_ADMIN_TOKEN" envDefault:"dev-admin-token-change-me" secret:"dev"`
 	// AdminTokens are one admin credential per operator, "name:token,...";
