@@ -136,15 +136,5 @@ func (a *Activities) QueryProvider(ctx context.Context, orderID uuid.UUID) (paym
 	return payments.QueryAt(ctx, a.provider, orderID)
 }
 
-// ProviderName is the name a's provider's payments are recorded under ("":
-// no provider). A function, not a method: every method of Activities is an
-// activity.
-func ProviderName(a *Activities) string {
-	if a.provider == nil {
-		return ""
-	}
-	return a.provider.Name()
-}
-
 // PaymentStore is the payment store a uses (a function for the same reason).
 func PaymentStore(a *Activities) *payments.Store { return a.pay }

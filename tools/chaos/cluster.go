@@ -272,9 +272,6 @@ func (c *Cluster) Start(ctx context.Context) error {
 // APIBase is the (first) gateway's base URL (http://127.0.0.1:port).
 func (c *Cluster) APIBase() string { return c.apiBase }
 
-// APIBases are every gateway's base URLs, in the order of their replicas.
-func (c *Cluster) APIBases() []string { return c.apiBases }
-
 // TaskQueue is the cluster's Temporal task queue.
 func (c *Cluster) TaskQueue() string { return c.cfg.TemporalTaskQueue }
 

@@ -6,8 +6,6 @@ import (
 	"os"
 
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/ids"
-	"github.com/seckill/seckill/internal/platform/auth"
 	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/internal/platform/logx"
 )
@@ -39,7 +37,3 @@ func openCLI(ctx context.Context) (Base, *app.Conns, error) {
 	conns, err := app.Open(ctx, b.Cfg, "seckill-cli", true, b.Log, nil)
 	return b, conns, err
 }
-
-func (b Base) deriver() (*ids.Deriver, error) { return app.Deriver(b.Cfg) }
-
-func (b Base) authenticator() (*auth.Authenticator, error) { return app.Authenticator(b.Cfg) }

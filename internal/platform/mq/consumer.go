@@ -206,9 +206,6 @@ func (c *Consumer) handle(m *primitive.MessageExt) (err error) {
 	return c.handler(c.ctx, d)
 }
 
-// Group returns the consumer group name.
-func (c *Consumer) Group() string { return c.group }
-
 // Close stops delivery, cancels the handlers' context and commits consumed
 // offsets to the broker. Calling Close again returns nil.
 func (c *Consumer) Close() error {

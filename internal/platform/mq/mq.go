@@ -15,7 +15,6 @@
 //
 // The SDK logs through logrus to stderr at info level by default; importing
 // this package lowers that to "error" unless ROCKETMQ_GO_LOG_LEVEL is set.
-// SetSDKLogLevel changes it at run time.
 package mq
 
 import (
@@ -89,12 +88,6 @@ type Delivered struct {
 	// e.g. PropertyRetryTopic, the original topic of a dead-lettered message,
 	// whose Topic is the dead-letter topic %DLQ%<group>.
 	Properties map[string]string
-}
-
-// SetSDKLogLevel sets the RocketMQ SDK's log level: "debug", "info", "warn",
-// "error" or "fatal".
-func SetSDKLogLevel(level string) {
-	rlog.SetLogLevel(level)
 }
 
 func init() {

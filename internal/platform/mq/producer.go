@@ -68,18 +68,6 @@ func WithSendTimeout(d time.Duration) ProducerOption {
 	}
 }
 
-// WithSendRetries sets how many times Send retries after a definite failure
-// (no route, broker unreachable, broker rejected the message); default
-// DefaultSendRetries. An unknown outcome is never retried, so a retry cannot
-// duplicate a message.
-func WithSendRetries(n int) ProducerOption {
-	return func(c *producerConfig) {
-		if n >= 0 {
-			c.retries = n
-		}
-	}
-}
-
 // Producer sends messages synchronously. It is safe for concurrent use.
 type Producer struct {
 	p      sdkProducer
@@ -136,8 +124,10 @@ type sendOutcome struct {
 }
 
 // Send sends m and waits for the broker's answer, at most the send timeout per
-// attempt (and never past ctx's deadline). Definite failures are retried (see
-// WithSendRetries). On success the message is stored. An error wrapping
+// attempt (and never past ctx's deadline). Definite failures (no route, broker
+// unreachable, broker rejected the message) are retried DefaultSendRetries
+// times; an unknown outcome never is, so a retry cannot duplicate a message.
+// On success the message is stored. An error wrapping
 // ErrSendUnknown means the message may or may not have been stored; any other
 // error means it was not.
 func (p *Producer) Send(ctx context.Context, m Message) (SendResult, error) {

@@ -49,13 +49,9 @@ func Dial(ctx context.Context, cfg config.Config, poolSize int) (redis.Universal
 	return openCluster(ctx, cfg.RedisClusterAddrs, poolSize, a)
 }
 
-// Open connects to the Redis at addr, checks it answers and loads every
-// script of package lua into its script cache so EVALSHA hits from the start.
-func Open(ctx context.Context, addr string, poolSize int) (*redis.Client, error) {
-	return OpenDB(ctx, addr, 0, poolSize)
-}
-
-// OpenDB is Open on logical database db.
+// OpenDB connects to the Redis at addr, logical database db, without
+// credentials, checks it answers and loads every script of package lua into
+// its script cache so EVALSHA hits from the start.
 func OpenDB(ctx context.Context, addr string, db, poolSize int) (*redis.Client, error) {
 	return openDB(ctx, addr, db, poolSize, auth{})
 }
@@ -79,13 +75,6 @@ func openDB(ctx context.Context, addr string, db, poolSize int, a auth) (*redis.
 		return nil, err
 	}
 	return c, nil
-}
-
-// OpenCluster connects to the Redis Cluster that seeds belong to (any of its
-// nodes; the client learns the rest from CLUSTER SLOTS), checks every master
-// answers and loads the scripts on every node.
-func OpenCluster(ctx context.Context, seeds []string, poolSize int) (*redis.ClusterClient, error) {
-	return openCluster(ctx, seeds, poolSize, auth{})
 }
 
 func openCluster(ctx context.Context, seeds []string, poolSize int, a auth) (*redis.ClusterClient, error) {
@@ -179,16 +168,4 @@ func NodeFor(ctx context.Context, c redis.Cmdable, key string) (*redis.Client, e
 	default:
 		return nil, fmt.Errorf("redisx: unsupported client %T", c)
 	}
-}
-
-// IsCluster reports whether c is a Redis Cluster client.
-func IsCluster(c redis.Cmdable) bool {
-	_, ok := c.(*redis.ClusterClient)
-	return ok
-}
-
-// FlushDB empties the database on every master (FLUSHDB of a cluster
-// client reaches one node).
-func FlushDB(ctx context.Context, c redis.Cmdable) error {
-	return ForEachMaster(ctx, c, func(ctx context.Context, n *redis.Client) error { return n.FlushDB(ctx).Err() })
 }

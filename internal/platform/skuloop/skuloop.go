@@ -128,9 +128,6 @@ func (p *Pass) Unreachable(ctx context.Context, keys ...string) error {
 	return nil
 }
 
-// Failures is every failure so far.
-func (p *Pass) Failures() []Failure { return p.failed }
-
 // Err is nil when no SKU failed, else an *Error naming each.
 func (p *Pass) Err() error {
 	if len(p.failed) == 0 {
