@@ -28,6 +28,7 @@ import (
 	"github.com/seckill/seckill/internal/platform/poll"
 	"github.com/seckill/seckill/internal/platform/skuloop"
 	"github.com/seckill/seckill/internal/reservation"
+	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/state"
 )
@@ -52,6 +53,11 @@ type Options struct {
 	// (default lua.ActiveSKUs, which sale set-up fills); a test scans a set
 	// of its own so that no other scanner touches its reservations.
 	ActiveSKUs string
+	// PruneGrace: a bucket whose sale ended this long ago and owes nothing
+	// is taken out of ActiveSKUs (sale.Prune; default sale.DefaultPruneGrace),
+	// looked for at most once per PruneEvery (default a minute).
+	PruneGrace time.Duration
+	PruneEvery time.Duration
 }
 
 // Scanner re-sends due reservations.
@@ -63,6 +69,7 @@ type Scanner struct {
 	log    *slog.Logger
 	now    func() time.Time
 	unsent unsentSet
+	pruned time.Time // when ScanOnce last looked for finished buckets
 }
 
 // New returns a Scanner; every dependency is required.
@@ -97,6 +104,12 @@ func New(rdb redis.Cmdable, pub reservation.Publisher, opt Options, m *metrics.R
 	if opt.ActiveSKUs == "" {
 		opt.ActiveSKUs = lua.ActiveSKUs
 	}
+	if opt.PruneGrace <= 0 {
+		opt.PruneGrace = sale.DefaultPruneGrace
+	}
+	if opt.PruneEvery <= 0 {
+		opt.PruneEvery = time.Minute
+	}
 	if capped, cut := lease.Cap(opt.SendTimeout, opt.Lease); cut {
 		log.Warn("senddue.send_timeout_capped", "send_timeout", opt.SendTimeout.String(), "lease", opt.Lease.String(),
 			"capped_to", capped.String())
@@ -123,11 +136,17 @@ func (s *Scanner) Run(ctx context.Context) error {
 // returns how many it handled. A SKU (bucket) it cannot scan (its Redis
 // shard down, a key of the wrong type) is counted, logged and skipped: the
 // others are scanned all the same, and the error (a *skuloop.Error) names
-// every SKU that failed.
+// every SKU that failed. Once per PruneEvery it also takes the finished
+// buckets it found idle out of ActiveSKUs, so that no loop walks every sale
+// ever set up.
 func (s *Scanner) ScanOnce(ctx context.Context) (int, error) {
 	members, err := s.rdb.SMembers(ctx, s.opt.ActiveSKUs).Result()
 	if err != nil {
 		return 0, fmt.Errorf("list active skus: %w", err)
+	}
+	prune := s.now().Sub(s.pruned) >= s.opt.PruneEvery
+	if prune {
+		s.pruned = s.now()
 	}
 	handled, unsettled := 0, int64(0)
 	pass := skuloop.NewPass("senddue", s.m.SendDueSKUFailures, s.log, s.rdb)
@@ -149,6 +168,10 @@ func (s *Scanner) ScanOnce(ctx context.Context) (int, error) {
 				return handled, err
 			}
 			pass.Fail(k.ActivityID, k.SKUID, k.Bucket, err)
+			continue
+		}
+		if prune && n == 0 && size == 0 {
+			s.prune(ctx, k)
 		}
 	}
 	pending, oldest := s.unsent.stats(s.now())
@@ -156,6 +179,20 @@ func (s *Scanner) ScanOnce(ctx context.Context) (int, error) {
 	s.m.SendOldestAge.Set(oldest.Seconds())
 	s.m.Unsettled.Set(float64(unsettled))
 	return handled, pass.Err()
+}
+
+// prune takes k out of ActiveSKUs if its sale is over (sale.Prune); a
+// failure is logged and the member kept, to be looked at again next time.
+func (s *Scanner) prune(ctx context.Context, k lua.Keys) {
+	done, err := sale.Prune(ctx, s.rdb, s.opt.ActiveSKUs, k, s.now(), s.opt.PruneGrace)
+	if err != nil {
+		s.log.Warn("senddue.prune_failed", "activity_id", k.ActivityID, "sku_id", k.SKUID, "bucket", k.Bucket, "error", err)
+		return
+	}
+	if done {
+		s.m.ActiveSKUsPruned.Inc()
+		s.log.Info("senddue.finished_sku_pruned", "activity_id", k.ActivityID, "sku_id", k.SKUID, "bucket", k.Bucket)
+	}
 }
 
 // scanSKU handles up to Batch due items of one SKU, one claim of at most

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -128,5 +129,77 @@ func TestOneFailingSKUDoesNotStallTheScan(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.SendDueSKUFailures.Counter(bad.ActivityID, bad.SKUID)); got != 2 {
 		t.Errorf("failures counted for %s after two scans: %v, want 2", bad.Member(), got)
+	}
+}
+
+// endSKU moves k's sale end an hour back (set-up run again with a new
+// window; its counters are kept).
+func endSKU(t *testing.T, rdb redis.UniversalClient, k lua.Keys) {
+	t.Helper()
+	now := time.Now()
+	if _, err := lua.InitSKU(context.Background(), rdb, k, lua.InitSKUArgs{Initial: 10, Available: 10,
+		StartMS: now.Add(-2 * time.Hour).UnixMilli(), EndMS: now.Add(-time.Hour).UnixMilli(),
+		OrderDeadline: 300 * time.Second, PaymentTimeout: time.Minute, Unmoved: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The scanner takes a finished bucket out of the set it walks, once per
+// PruneEvery: an ended sale with nothing owed goes, an ended sale whose
+// reservation still waits for its message and a live sale stay, and the
+// reservation is still re-sent.
+func TestScannerPrunesFinishedSales(t *testing.T) {
+	cfg := testenv.Require(t)
+	rdb := testenv.Redis(t, cfg)
+	ctx := context.Background()
+	a := testenv.ActivityID()
+	done, owing, live, later := lua.Keys{ActivityID: a, SKUID: 1}, lua.Keys{ActivityID: a, SKUID: 2},
+		lua.Keys{ActivityID: a, SKUID: 3}, lua.Keys{ActivityID: a, SKUID: 4}
+	set := fmt.Sprintf("seckill:test:active_skus:prune:%d", a)
+	t.Cleanup(func() { rdb.Del(context.Background(), set) })
+	for _, k := range []lua.Keys{done, owing, live, later} {
+		initSKU(t, rdb, k)
+		rdb.SAdd(ctx, set, k.Member())
+	}
+	msg := testenv.MustReserve(t, rdb, testenv.Deriver(t, cfg), owing, 7)
+	endSKU(t, rdb, done)
+	endSKU(t, rdb, owing)
+	broker := &recorder{sent: map[string]int{}}
+	m := metrics.NewReservation(prometheus.NewRegistry())
+	s, err := New(rdb, broker, Options{Topic: "t", Lease: time.Minute, SendTimeout: 5 * time.Second, ActiveSKUs: set,
+		PruneGrace: time.Millisecond, PruneEvery: 10 * time.Minute}, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Now().Add(time.Minute) // the reservation is due
+	s.now = func() time.Time { return clock }
+	if _, err := s.ScanOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	members := func() string { v := rdb.SMembers(ctx, set).Val(); slices.Sort(v); return strings.Join(v, " ") }
+	if got, want := members(), owing.Member()+" "+live.Member()+" "+later.Member(); got != want {
+		t.Errorf("after the first scan the set holds %q, want %q", got, want)
+	}
+	if broker.count(msg.MessageID.String()) != 1 {
+		t.Errorf("the owing sale's reservation was sent %d times, want once", broker.count(msg.MessageID.String()))
+	}
+	if got := testutil.ToFloat64(m.ActiveSKUsPruned); got != 1 {
+		t.Errorf("pruned counter %v, want 1", got)
+	}
+	// A sale that ends now is pruned only once PruneEvery has passed.
+	endSKU(t, rdb, later)
+	clock = clock.Add(time.Minute)
+	if _, err := s.ScanOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !rdb.SIsMember(ctx, set, later.Member()).Val() {
+		t.Error("pruned again within PruneEvery")
+	}
+	clock = clock.Add(10 * time.Minute)
+	if _, err := s.ScanOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rdb.SIsMember(ctx, set, later.Member()).Val() || !rdb.SIsMember(ctx, set, live.Member()).Val() {
+		t.Errorf("after PruneEvery the set holds %q, want the live and owing sales only", members())
 	}
 }

@@ -43,6 +43,8 @@ type Reservation struct {
 	Unsettled      prometheus.Gauge       // seckill_reservation_unsettled
 	SendAttempts   prometheus.Histogram   // seckill_reservation_send_attempts
 	ReserveLatency prometheus.Histogram   // seckill_reserve_duration_seconds
+	// ActiveSKUsPruned: finished buckets the scanner took out of seckill:active_skus.
+	ActiveSKUsPruned prometheus.Counter // seckill_active_skus_pruned_total
 	// SendDueSKUFailures: scans of the send-due scanner that failed on a SKU.
 	SendDueSKUFailures *SKUFailures // seckill_loop_sku_failures_total{loop="senddue"}
 }
@@ -87,6 +89,8 @@ func NewReservation(reg prometheus.Registerer) *Reservation {
 			Help: "Send attempts per reservation when it was confirmed sent.", Buckets: []float64{1, 2, 3, 5, 10, 20}}),
 		ReserveLatency: f.NewHistogram(prometheus.HistogramOpts{Name: "seckill_reserve_duration_seconds",
 			Help: "Gateway reserve latency (Redis script and immediate send).", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14)}),
+		ActiveSKUsPruned: f.NewCounter(prometheus.CounterOpts{Name: "seckill_active_skus_pruned_total",
+			Help: "Buckets of finished sales (ended past the grace, nothing in send_due or xfer_out) taken out of seckill:active_skus by the send-due scanner."}),
 		SendDueSKUFailures: NewSKUFailures(reg, "senddue"),
 	}
 }
