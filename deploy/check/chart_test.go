@@ -28,7 +28,7 @@ const (
 )
 
 // configVars returns every variable config.Config reads, and the secrets
-// among them (fields tagged secret:"dev").
+// among them (fields tagged secret:"dev" or secret:"required").
 func configVars() (known map[string]bool, secrets []string) {
 	known = map[string]bool{}
 	typ := reflect.TypeOf(config.Config{})
@@ -36,7 +36,7 @@ func configVars() (known map[string]bool, secrets []string) {
 		f := typ.Field(i)
 		if name := f.Tag.Get("env"); name != "" {
 			known[name] = true
-			if f.Tag.Get("secret") == "dev" {
+			if f.Tag.Get("secret") != "" {
 				secrets = append(secrets, name)
 			}
 		}

@@ -37,7 +37,7 @@ func TestChartRefusesToRenderWithout(t *testing.T) {
 		}, "worker part outbox is in both workers."},
 		{"part in no group", func(v map[string]any) { v["workers"] = map[string]any{"saga": nil} }, "worker part saga runs in no group of workers"},
 	}
-	for _, k := range []string{"SECKILL_ID_SECRETS", "SECKILL_AUTH_SECRETS", "SECKILL_ADMIN_TOKEN", "SECKILL_PAYSIM_SECRET", "SECKILL_PAYSIM_MERCHANT_KEY", "SECKILL_PAYLOAD_SECRETS"} {
+	for _, k := range []string{"SECKILL_ID_SECRETS", "SECKILL_AUTH_SECRETS", "SECKILL_ADMIN_TOKEN", "SECKILL_PAYSIM_SECRET", "SECKILL_PAYSIM_MERCHANT_KEY", "SECKILL_PAYLOAD_SECRETS", "SECKILL_REDIS_PASSWORD"} {
 		cases = append(cases, struct {
 			name string
 			edit func(v map[string]any)

@@ -92,7 +92,6 @@ func (h *reviveOnSRem) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-
 // A set-up that extends the sale while Prune runs is never undone: the
 // member Prune removed is back in the set and Prune says it pruned nothing.
 func TestPrunePutsBackABucketThatCameAlive(t *testing.T) {

@@ -42,9 +42,11 @@ type Config struct {
 	RedisDB int `env:"SECKILL_REDIS_DB" envDefault:"0"`
 	// RedisUsername and RedisPassword authenticate to Redis (AUTH with an
 	// ACL user, or the default user's requirepass when RedisUsername is
-	// empty); empty, no AUTH is sent.
+	// empty); empty, no AUTH is sent, which production refuses
+	// (secret:"required": a secret without a development default, required
+	// outside development).
 	RedisUsername string `env:"SECKILL_REDIS_USERNAME"`
-	RedisPassword string `env:"SECKILL_REDIS_PASSWORD"`
+	RedisPassword string `env:"SECKILL_REDIS_PASSWORD" secret:"required"`
 	// RedisTLS speaks TLS to every Redis node, verifying the server against
 	// RedisCAFile (PEM) when set, else against the system roots.
 	RedisTLS    bool   `env:"SECKILL_REDIS_TLS" envDefault:"false"`

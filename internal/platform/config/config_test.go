@@ -104,9 +104,10 @@ func TestIDKeysKeepOldVersions(t *testing.T) {
 func safeTransport(t *testing.T) {
 	t.Helper()
 	for n, v := range map[string]string{
-		"SECKILL_PG_DSN":       "postgres://seckill:" + strings.Repeat("6f", 16) + "@db.internal:5432/seckill?sslmode=verify-full",
-		"SECKILL_PAYSIM_URL":   "https://psp.example.com",
-		"SECKILL_CALLBACK_URL": "https://shop.example.com/v1/payments/callback",
+		"SECKILL_PG_DSN":         "postgres://seckill:" + strings.Repeat("6f", 16) + "@db.internal:5432/seckill?sslmode=verify-full",
+		"SECKILL_PAYSIM_URL":     "https://psp.example.com",
+		"SECKILL_CALLBACK_URL":   "https://shop.example.com/v1/payments/callback",
+		"SECKILL_REDIS_PASSWORD": strings.Repeat("8c", 16),
 	} {
 		t.Setenv(n, v)
 	}
@@ -195,6 +196,8 @@ func TestProductionRefusesUnsafeSettings(t *testing.T) {
 		{"SECKILL_PAYSIM_URL", "http://psp.example.com", "https://"},
 		{"SECKILL_CALLBACK_URL", "http://shop.example.com/v1/payments/callback", "https://"},
 		{"SECKILL_CALLBACK_URL", "https:///no-host", "https://"},
+		{"SECKILL_REDIS_PASSWORD", "", "must be set in production"},
+		{"SECKILL_REDIS_PASSWORD", "  ", "must be set in production"},
 		{"SECKILL_RATE_LIMIT_USER", "0", "switches the limit off"},
 		{"SECKILL_RATE_LIMIT_IP", "0", "switches the limit off"},
 		{"SECKILL_RATE_LIMIT_READ", "0", "switches the limit off"},

@@ -199,6 +199,9 @@ func (c Config) refuseUnsafe() error {
 	if err := c.refuseWeakAdminTokens(); err != nil {
 		return err
 	}
+	if err := c.refuseMissingSecrets(); err != nil {
+		return err
+	}
 	if plain {
 		return &FieldError{Var: dsnVar, Value: "<redacted>",
 			Reason: "allows a plain-text connection: set sslmode=verify-full (or require, verify-ca)"}
@@ -215,6 +218,21 @@ func (c Config) refuseUnsafe() error {
 		{"SECKILL_RATE_LIMIT_CALLBACK", c.RateLimitCallback}, {"SECKILL_RATE_LIMIT_ADMIN", c.RateLimitAdmin}} {
 		if l.v == 0 {
 			return &FieldError{Var: l.name, Value: "0", Reason: "0 switches the limit off: production keeps every limit on"}
+		}
+	}
+	return nil
+}
+
+// refuseMissingSecrets fails on the first empty secret that has no
+// development default (a field tagged secret:"required"): Redis without a
+// password lets anyone who reaches it rewrite stock and reservations.
+func (c Config) refuseMissingSecrets() error {
+	v := reflect.ValueOf(c)
+	t := v.Type()
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Tag.Get("secret") == "required" && strings.TrimSpace(v.Field(i).String()) == "" {
+			return &FieldError{Var: f.Tag.Get("env"),
+				Reason: "must be set in production: the backend would accept anyone who reaches it (or SECKILL_ENV=development on a developer machine)"}
 		}
 	}
 	return nil

@@ -25,9 +25,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 senddue rebalance starter saga outbox deadletter refunds
 {{- end -}}
 
-{{/* The secrets (config fields tagged secret:"dev", and the DSN, which holds the password). */}}
+{{/* The secrets (config fields tagged secret:"dev" or secret:"required", and the DSN, which holds the password). */}}
 {{- define "seckill.secretKeys" -}}
-SECKILL_ID_SECRETS SECKILL_AUTH_SECRETS SECKILL_ADMIN_TOKEN SECKILL_PAYSIM_SECRET SECKILL_PAYSIM_MERCHANT_KEY SECKILL_PAYLOAD_SECRETS
+SECKILL_ID_SECRETS SECKILL_AUTH_SECRETS SECKILL_ADMIN_TOKEN SECKILL_PAYSIM_SECRET SECKILL_PAYSIM_MERCHANT_KEY SECKILL_PAYLOAD_SECRETS SECKILL_REDIS_PASSWORD
 {{- end -}}
 
 {{/* Variables the chart sets itself. */}}
