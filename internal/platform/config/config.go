@@ -7,9 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +60,16 @@ type Config struct {
 	TemporalAddress   string `env:"SECKILL_TEMPORAL_ADDR" envDefault:"127.0.0.1:7233"`
 	TemporalNamespace string `env:"SECKILL_TEMPORAL_NAMESPACE" envDefault:"default"`
 	TemporalTaskQueue string `env:"SECKILL_TEMPORAL_TASK_QUEUE" envDefault:"seckill-saga"`
+	// TemporalTLS speaks TLS to the frontend, verifying it against
+	// TemporalCAFile (PEM) when set, else the system roots; TemporalCertFile
+	// and TemporalKeyFile add a client certificate (mutual TLS, the server's
+	// own authentication). TemporalAPIKey is sent as a bearer token on every
+	// call (Temporal Cloud, or a server with an authorizer) and implies TLS.
+	TemporalTLS      bool   `env:"SECKILL_TEMPORAL_TLS" envDefault:"false"`
+	TemporalCAFile   string `env:"SECKILL_TEMPORAL_CA_FILE"`
+	TemporalCertFile string `env:"SECKILL_TEMPORAL_CERT_FILE"`
+	TemporalKeyFile  string `env:"SECKILL_TEMPORAL_KEY_FILE"`
+	TemporalAPIKey   string `env:"SECKILL_TEMPORAL_API_KEY"`
 	// TemporalUI is where people find stuck sagas; printed by the demo.
 	TemporalUI string `env:"SECKILL_TEMPORAL_UI" envDefault:"http://127.0.0.1:8233"`
 
@@ -375,6 +383,9 @@ func (c Config) validateNetwork() error {
 	if err := c.validateRedis(); err != nil {
 		return err
 	}
+	if err := c.validateTemporalTLS(); err != nil {
+		return err
+	}
 	for _, l := range []struct {
 		name string
 		v    int
@@ -403,23 +414,3 @@ func (c Config) validateNetwork() error {
 	}
 	return nil
 }
-
-// validateRedis checks the cluster seeds and the logical database.
-func (c Config) validateRedis() error {
-	for _, a := range c.RedisClusterAddrs {
-		host, port, err := net.SplitHostPort(strings.TrimSpace(a))
-		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			return &FieldError{Var: "SECKILL_REDIS_CLUSTER_ADDRS", Value: strings.Join(c.RedisClusterAddrs, ","),
-				Reason: fmt.Sprintf("%q is not host:port (a comma-separated list of seed nodes)", a)}
-		}
-	}
-	if c.RedisCluster() && c.RedisDB != 0 {
-		return &FieldError{Var: "SECKILL_REDIS_DB", Value: fmt.Sprint(c.RedisDB),
-			Reason: "must be 0 with SECKILL_REDIS_CLUSTER_ADDRS set: a Redis Cluster has only database 0"}
-	}
-	return nil
-}
-
-// RedisCluster reports whether the processes use a Redis Cluster
-// (SECKILL_REDIS_CLUSTER_ADDRS set) instead of the single Redis.
-func (c Config) RedisCluster() bool { return len(c.RedisClusterAddrs) > 0 }

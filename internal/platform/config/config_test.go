@@ -42,6 +42,9 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		{"unknown set-current rule", "SECKILL_WORKER_SET_CURRENT", "always", "SECKILL_WORKER_SET_CURRENT"},
 		{"build id with spaces", "SECKILL_BUILD_ID", " abc", "SECKILL_BUILD_ID"},
 		{"versioning not a bool", "SECKILL_WORKER_VERSIONING", "maybe", "SECKILL_WORKER_VERSIONING"},
+		{"temporal CA without TLS", "SECKILL_TEMPORAL_CA_FILE", "/etc/ca.pem", "SECKILL_TEMPORAL_CA_FILE"},
+		{"temporal client certificate without TLS", "SECKILL_TEMPORAL_CERT_FILE", "/etc/c.pem", "SECKILL_TEMPORAL_CERT_FILE"},
+		{"temporal TLS not a bool", "SECKILL_TEMPORAL_TLS", "yes please", "SECKILL_TEMPORAL_TLS"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,6 +57,22 @@ func TestErrorsNameTheVariable(t *testing.T) {
 				t.Fatalf("error %q does not name %s", err, c.wantVar)
 			}
 		})
+	}
+}
+
+// A client certificate comes with its key, and both need TLS.
+func TestTemporalClientCertificateNeedsItsKey(t *testing.T) {
+	t.Setenv("SECKILL_ENV", "development")
+	t.Setenv("SECKILL_TEMPORAL_TLS", "true")
+	t.Setenv("SECKILL_TEMPORAL_CERT_FILE", "/etc/seckill/temporal.crt")
+	_, err := Load()
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Var != "SECKILL_TEMPORAL_CERT_FILE" || !strings.Contains(fe.Reason, "SECKILL_TEMPORAL_KEY_FILE") {
+		t.Fatalf("a certificate without its key = %v", err)
+	}
+	t.Setenv("SECKILL_TEMPORAL_KEY_FILE", "/etc/seckill/temporal.key")
+	if _, err := Load(); err != nil {
+		t.Fatalf("TLS with a certificate and its key: %v", err)
 	}
 }
 

@@ -2,9 +2,6 @@ package redisx
 
 import (
 	"crypto/tls"
-	"crypto/x509"
-	"fmt"
-	"os"
 
 	"github.com/seckill/seckill/internal/platform/config"
 )
@@ -23,18 +20,10 @@ func authOf(cfg config.Config) (auth, error) {
 	if !cfg.RedisTLS {
 		return a, nil
 	}
-	a.tls = &tls.Config{MinVersion: tls.VersionTLS12}
-	if cfg.RedisCAFile == "" {
-		return a, nil
-	}
-	pem, err := os.ReadFile(cfg.RedisCAFile)
+	t, err := config.ClientTLS("SECKILL_REDIS_CA_FILE", cfg.RedisCAFile, "", "", "")
 	if err != nil {
-		return auth{}, fmt.Errorf("SECKILL_REDIS_CA_FILE: %w", err)
+		return auth{}, err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return auth{}, fmt.Errorf("SECKILL_REDIS_CA_FILE %s: no PEM certificate", cfg.RedisCAFile)
-	}
-	a.tls.RootCAs = pool
+	a.tls = t
 	return a, nil
 }
