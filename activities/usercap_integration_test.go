@@ -88,3 +88,30 @@ func TestSaleCapIsFixedOnceSetUp(t *testing.T) {
 		t.Fatalf("meta max_per_user %q, want 1", v)
 	}
 }
+
+// A sale's currency is fixed once set up (its orders are priced in it):
+// another one is refused and nothing is written; leaving it out keeps it;
+// an order reads its currency from the sale.
+func TestSaleCurrencyIsFixedOnceSetUp(t *testing.T) {
+	r := newRig(t, 1, 1)
+	ctx := context.Background()
+	var stored string
+	if err := r.pool.QueryRow(ctx, `SELECT currency FROM sale_activity WHERE activity_id = $1`, r.k.ActivityID).Scan(&stored); err != nil || stored != "CNY" {
+		t.Fatalf("stored currency %q, %v; want the default CNY", stored, err)
+	}
+	a := sale.Activity{ActivityID: r.k.ActivityID, Name: "renamed", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
+		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300, Currency: "EUR", SKUs: []sale.SKU{{SKUID: 3, Stock: 1}}}
+	_, err := sale.Setup(ctx, r.pool, r.rdb, a)
+	if fe, ok := err.(*sale.CurrencyFixedError); !ok || fe.Stored != "CNY" {
+		t.Fatalf("another currency: %v, want CurrencyFixedError (stored CNY)", err)
+	}
+	if n := r.count(t, `SELECT count(*) FROM sale_activity WHERE activity_id = $1 AND name = 't' AND currency = 'CNY'`, r.k.ActivityID); n != 1 {
+		t.Fatalf("the refused set-up wrote the activity row")
+	}
+	for _, c := range []string{"", "CNY"} {
+		a.Currency = c
+		if _, err := sale.Setup(ctx, r.pool, r.rdb, a); err != nil {
+			t.Fatalf("set-up with currency %q: %v", c, err)
+		}
+	}
+}

@@ -92,7 +92,7 @@ func (h *handlers) startPayment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"order_id": id, "transaction_id": p.TransactionID,
-		"amount_cents": p.AmountCents, "status": p.Status})
+		"amount_cents": p.AmountCents, "currency": p.Currency, "status": p.Status})
 }
 
 type cancelBody struct {

@@ -364,6 +364,7 @@ func (h *handlers) setupSale(w http.ResponseWriter, r *http.Request) {
 	var fe *sale.FieldError
 	var bf *sale.BucketsFixedError
 	var mf *sale.MaxPerUserFixedError
+	var cf *sale.CurrencyFixedError
 	switch {
 	case errors.As(err, &fe):
 		invalid(w, fe.Field, fe.Reason)
@@ -371,6 +372,8 @@ func (h *handlers) setupSale(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, apiError{Code: "BUCKETS_FIXED", Field: bf.Field, Message: bf.Error()})
 	case errors.As(err, &mf):
 		writeError(w, http.StatusConflict, apiError{Code: "MAX_PER_USER_FIXED", Field: "max_per_user", Message: mf.Error()})
+	case errors.As(err, &cf):
+		writeError(w, http.StatusConflict, apiError{Code: "CURRENCY_FIXED", Field: "currency", Message: cf.Error()})
 	case errors.Is(err, sale.ErrRedisNeedsRebuild):
 		writeError(w, http.StatusConflict, apiError{Code: "REDIS_NEEDS_REBUILD", Message: err.Error()})
 	case err != nil:

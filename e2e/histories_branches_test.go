@@ -97,7 +97,7 @@ func (b *branchRecorder) paymentStartingThenClosePaid(user int64) {
 		res := ev.GetActivityTaskCompletedEventAttributes().GetResult().GetPayloads()
 		return len(res) == 1 && strings.Contains(string(res[0].GetData()), state.CancelPaymentStarting.String())
 	})
-	p, err := b.provider.Create(ctx, oid, 2500, "http://127.0.0.1:1/cb")
+	p, err := b.provider.Create(ctx, oid, 2500, "CNY", "http://127.0.0.1:1/cb")
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func (b *branchRecorder) compensationRefused(user int64) {
 func (b *branchRecorder) refundHeld(m events.OrderCreateRequested) {
 	ctx := context.Background()
 	oid := orders.ID(m.ReservationID)
-	p, err := b.provider.Create(ctx, oid, 2500, "http://127.0.0.1:1/cb")
+	p, err := b.provider.Create(ctx, oid, 2500, "CNY", "http://127.0.0.1:1/cb")
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func (b *branchRecorder) startPayment(oid uuid.UUID) string {
 	if st, ok, err := b.store.BeginPayment(ctx, oid); err != nil || !ok {
 		b.t.Fatalf("begin payment: %s %v", st, err)
 	}
-	p, err := b.provider.Create(ctx, oid, 2500, "http://127.0.0.1:1/cb")
+	p, err := b.provider.Create(ctx, oid, 2500, "CNY", "http://127.0.0.1:1/cb")
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func TestRecordSagaHistories(t *testing.T) {
 	// A payment on the cancelled order: its refund.
 	provider := &paysim.Client{BaseURL: r.cfg.PaysimURL, MerchantKey: r.cfg.PaysimMerchantKey}
 	oid := orders.ID(m.ReservationID)
-	p, err := provider.Create(ctx, oid, 2500, "http://127.0.0.1:1/cb")
+	p, err := provider.Create(ctx, oid, 2500, "CNY", "http://127.0.0.1:1/cb")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ func (s *Server) scheduleLocked(p *Payment, opts PayOptions) {
 		TransactionID:   p.TransactionID,
 		MerchantOrderID: p.MerchantOrderID,
 		AmountCents:     p.AmountCents,
+		Currency:        p.Currency,
 		PaidAt:          *p.PaidAt,
 	}
 	body, err := json.Marshal(ev)

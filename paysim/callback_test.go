@@ -25,7 +25,7 @@ func paidSim(t *testing.T, opts Options, respond func(int) int) (*sim, *merchant
 	opts.Clock, opts.After = clock.Now, timers.After
 	s := newSim(t, opts)
 	m := newMerchant(t, clock.Now, respond)
-	p, err := s.client.Create(context.Background(), uuid.New(), 4999, m.url())
+	p, err := s.client.Create(context.Background(), uuid.New(), 4999, "CNY", m.url())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestCallbackRetriedUntilAcked(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Event{Type: EventPaymentSucceeded, EventID: first.id, TransactionID: p.TransactionID,
-		MerchantOrderID: p.MerchantOrderID, AmountCents: 4999, PaidAt: *paid.PaidAt}
+		MerchantOrderID: p.MerchantOrderID, AmountCents: 4999, Currency: "CNY", PaidAt: *paid.PaidAt}
 	if ev != want {
 		t.Errorf("event %+v, want %+v", ev, want)
 	}
@@ -189,7 +189,7 @@ func TestCallbackDelay(t *testing.T) {
 func TestCallbacksOutOfOrderAcrossEvents(t *testing.T) {
 	s, m, timers, _, a := paidSim(t, Options{}, nil)
 	ctx := context.Background()
-	b, err := s.client.Create(ctx, uuid.New(), 100, m.url())
+	b, err := s.client.Create(ctx, uuid.New(), 100, "CNY", m.url())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestCloseStopsDeliveriesWithoutLeaks(t *testing.T) {
 		}
 		pay := func(url string, opts PayOptions) {
 			order := uuid.New()
-			rec := doHandler(t, srv, "POST", "/v1/payments", `{"merchant_order_id":"`+order.String()+`","amount_cents":1,"callback_url":"`+url+`"}`)
+			rec := doHandler(t, srv, "POST", "/v1/payments", `{"merchant_order_id":"`+order.String()+`","amount_cents":1,"currency":"CNY","callback_url":"`+url+`"}`)
 			var p Payment
 			_ = json.Unmarshal(rec, &p)
 			b, _ := json.Marshal(opts)

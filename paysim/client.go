@@ -109,11 +109,11 @@ type Client struct {
 var defaultHTTP = &http.Client{Timeout: 10 * time.Second}
 
 // Create opens (or, for the same order, returns) the payment of orderID.
-// A second call with another amount fails with ErrAmountMismatch.
-func (c *Client) Create(ctx context.Context, orderID uuid.UUID, amountCents int64, callbackURL string) (Payment, error) {
+// A second call with another amount or currency fails with ErrAmountMismatch.
+func (c *Client) Create(ctx context.Context, orderID uuid.UUID, amountCents int64, currency, callbackURL string) (Payment, error) {
 	var p Payment
 	err := c.do(ctx, "create", http.MethodPost, "/v1/payments", createRequest{
-		MerchantOrderID: orderID.String(), AmountCents: amountCents, CallbackURL: callbackURL,
+		MerchantOrderID: orderID.String(), AmountCents: amountCents, Currency: currency, CallbackURL: callbackURL,
 	}, &p)
 	return p, err
 }

@@ -23,15 +23,15 @@ func TestClient(t *testing.T) {
 	if _, err := s.client.FindByOrder(ctx, order); !errors.Is(err, ErrNotFound) || IsRetryable(err) {
 		t.Fatalf("find before create: %v", err)
 	}
-	p, err := s.client.Create(ctx, order, 4999, m.url())
+	p, err := s.client.Create(ctx, order, 4999, "CNY", m.url())
 	if err != nil || p.Status != StatusPending || p.MerchantOrderID != order || p.AmountCents != 4999 {
 		t.Fatalf("create: %+v %v", p, err)
 	}
-	again, err := s.client.Create(ctx, order, 4999, m.url())
+	again, err := s.client.Create(ctx, order, 4999, "CNY", m.url())
 	if err != nil || again.TransactionID != p.TransactionID {
 		t.Fatalf("create again: %+v %v", again, err)
 	}
-	_, err = s.client.Create(ctx, order, 1, m.url())
+	_, err = s.client.Create(ctx, order, 1, "CNY", m.url())
 	var api *APIError
 	if !errors.Is(err, ErrAmountMismatch) || !errors.As(err, &api) || api.Status != 409 || api.Payment == nil || api.Payment.AmountCents != 4999 {
 		t.Fatalf("create other amount: %v", err)
@@ -74,7 +74,7 @@ func TestClient(t *testing.T) {
 		t.Fatalf("refund other id: %v", err)
 	}
 
-	q, _ := s.client.Create(ctx, uuid.New(), 10, m.url())
+	q, _ := s.client.Create(ctx, uuid.New(), 10, "CNY", m.url())
 	if c, err := s.client.Close(ctx, q.TransactionID); err != nil || c.Status != StatusClosed {
 		t.Fatalf("close: %+v %v", c, err)
 	}

@@ -14,6 +14,7 @@ import (
 type createRequest struct {
 	MerchantOrderID string `json:"merchant_order_id"`
 	AmountCents     int64  `json:"amount_cents"`
+	Currency        string `json:"currency"`
 	CallbackURL     string `json:"callback_url"`
 }
 
@@ -32,6 +33,10 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "amount_cents must be positive", nil)
 		return
 	}
+	if !currencyCode.MatchString(req.Currency) {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "currency must be an ISO 4217 code of three capital letters", nil)
+		return
+	}
 	if u, err := url.Parse(req.CallbackURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "callback_url must be an absolute http(s) URL", nil)
 		return
@@ -41,9 +46,9 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		defer s.mu.Unlock()
 		if txn, ok := s.byOrder[oid]; ok {
 			p := *s.payments[txn]
-			if p.AmountCents != req.AmountCents {
+			if p.AmountCents != req.AmountCents || p.Currency != req.Currency {
 				return http.StatusConflict, errorBody{Code: CodeAmountMismatch,
-					Message: fmt.Sprintf("order already has a payment of %d cents", p.AmountCents), Payment: &p}
+					Message: fmt.Sprintf("order already has a payment of %d cents %s", p.AmountCents, p.Currency), Payment: &p}
 			}
 			return http.StatusOK, p
 		}
@@ -52,6 +57,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 			TransactionID:   txn,
 			MerchantOrderID: oid,
 			AmountCents:     req.AmountCents,
+			Currency:        req.Currency,
 			Status:          StatusPending,
 			PayURL:          "/v1/payments/" + txn + "/pay",
 			CallbackURL:     req.CallbackURL,
@@ -59,7 +65,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		}
 		s.payments[txn] = p
 		s.byOrder[oid] = txn
-		s.log.Info("paysim.created", "transaction_id", txn, "merchant_order_id", oid, "amount_cents", p.AmountCents)
+		s.log.Info("paysim.created", "transaction_id", txn, "merchant_order_id", oid, "amount_cents", p.AmountCents, "currency", p.Currency)
 		return http.StatusCreated, *p
 	})
 }

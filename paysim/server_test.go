@@ -28,7 +28,7 @@ func setup(t *testing.T, s *sim, m *merchant, state Status) (txn string, order u
 	if state == "" {
 		return "txn_" + uuid.NewString(), order
 	}
-	p, err := s.client.Create(ctx, order, 4999, m.url())
+	p, err := s.client.Create(ctx, order, 4999, "CNY", m.url())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,16 +67,18 @@ func TestEndpoints(t *testing.T) {
 		after  Status // payment status in the answer (and in the store)
 		events int64  // payment.succeeded events created in total
 	}{
-		{"create new", "", "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":4999,"callback_url":"{url}"}`, k, 201, "", StatusPending, 0},
-		{"create same order again", StatusPending, "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":4999,"callback_url":"{url}"}`, k, 200, "", StatusPending, 0},
-		{"create same order after close", StatusClosed, "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":4999,"callback_url":"{url}"}`, k, 200, "", StatusClosed, 0},
-		{"create same order other amount", StatusPending, "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":5000,"callback_url":"{url}"}`, k, 409, CodeAmountMismatch, StatusPending, 0},
-		{"create bad order id", "", "POST", "/v1/payments", `{"merchant_order_id":"nope","amount_cents":4999,"callback_url":"{url}"}`, k, 400, CodeBadRequest, "", 0},
-		{"create zero amount", "", "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":0,"callback_url":"{url}"}`, k, 400, CodeBadRequest, "", 0},
-		{"create relative callback", "", "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":1,"callback_url":"/cb"}`, k, 400, CodeBadRequest, "", 0},
+		{"create new", "", "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":4999,"currency":"CNY","callback_url":"{url}"}`, k, 201, "", StatusPending, 0},
+		{"create same order again", StatusPending, "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":4999,"currency":"CNY","callback_url":"{url}"}`, k, 200, "", StatusPending, 0},
+		{"create same order after close", StatusClosed, "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":4999,"currency":"CNY","callback_url":"{url}"}`, k, 200, "", StatusClosed, 0},
+		{"create same order other amount", StatusPending, "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":5000,"currency":"CNY","callback_url":"{url}"}`, k, 409, CodeAmountMismatch, StatusPending, 0},
+		{"create same order other currency", StatusPending, "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":4999,"currency":"JPY","callback_url":"{url}"}`, k, 409, CodeAmountMismatch, StatusPending, 0},
+		{"create no currency", "", "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":4999,"callback_url":"{url}"}`, k, 400, CodeBadRequest, "", 0},
+		{"create bad order id", "", "POST", "/v1/payments", `{"merchant_order_id":"nope","amount_cents":4999,"currency":"CNY","callback_url":"{url}"}`, k, 400, CodeBadRequest, "", 0},
+		{"create zero amount", "", "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":0,"currency":"CNY","callback_url":"{url}"}`, k, 400, CodeBadRequest, "", 0},
+		{"create relative callback", "", "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":1,"currency":"CNY","callback_url":"/cb"}`, k, 400, CodeBadRequest, "", 0},
 		{"create bad json", "", "POST", "/v1/payments", `{`, k, 400, CodeBadRequest, "", 0},
-		{"create no key", "", "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":4999,"callback_url":"{url}"}`, no, 401, CodeUnauthorized, "", 0},
-		{"create wrong key", "", "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":4999,"callback_url":"{url}"}`, "wrong", 401, CodeUnauthorized, "", 0},
+		{"create no key", "", "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":4999,"currency":"CNY","callback_url":"{url}"}`, no, 401, CodeUnauthorized, "", 0},
+		{"create wrong key", "", "POST", "/v1/payments", `{"merchant_order_id":"{order}","amount_cents":4999,"currency":"CNY","callback_url":"{url}"}`, "wrong", 401, CodeUnauthorized, "", 0},
 
 		{"get pending", StatusPending, "GET", "/v1/payments/{txn}", "", k, 200, "", StatusPending, 0},
 		{"get refunded", StatusRefunded, "GET", "/v1/payments/{txn}", "", k, 200, "", StatusRefunded, 1},
@@ -177,7 +179,7 @@ func TestTimestampsAndRefundRecord(t *testing.T) {
 	s := newSim(t, Options{Clock: clock.Now})
 	m := newMerchant(t, clock.Now, nil)
 	ctx := context.Background()
-	p, err := s.client.Create(ctx, uuid.New(), 100, m.url())
+	p, err := s.client.Create(ctx, uuid.New(), 100, "CNY", m.url())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +196,7 @@ func TestTimestampsAndRefundRecord(t *testing.T) {
 	if p.RefundedAt == nil || !p.RefundedAt.Equal(clock.Now()) || p.RefundID != "refund-7" || p.RefundAmountCents != 100 {
 		t.Fatalf("refunded %+v", p)
 	}
-	q, _ := s.client.Create(ctx, uuid.New(), 100, m.url())
+	q, _ := s.client.Create(ctx, uuid.New(), 100, "CNY", m.url())
 	clock.Advance(time.Second)
 	q, _ = s.client.Close(ctx, q.TransactionID)
 	if q.ClosedAt == nil || !q.ClosedAt.Equal(clock.Now()) {

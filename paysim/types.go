@@ -13,6 +13,7 @@
 package paysim
 
 import (
+	"regexp"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,6 +35,7 @@ type Payment struct {
 	TransactionID   string    `json:"transaction_id"`
 	MerchantOrderID uuid.UUID `json:"merchant_order_id"`
 	AmountCents     int64     `json:"amount_cents"`
+	Currency        string    `json:"currency"`
 	Status          Status    `json:"status"`
 	// PayURL is where the user "pays" (relative to the provider's base URL).
 	PayURL      string     `json:"pay_url,omitempty"`
@@ -57,8 +59,12 @@ type Event struct {
 	TransactionID   string    `json:"transaction_id"`
 	MerchantOrderID uuid.UUID `json:"merchant_order_id"`
 	AmountCents     int64     `json:"amount_cents"`
+	Currency        string    `json:"currency"`
 	PaidAt          time.Time `json:"paid_at"`
 }
+
+// currencyCode is the form of an ISO 4217 alphabetic code the provider accepts.
+var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
 
 // PayOptions shape the callbacks of a simulated user payment.
 type PayOptions struct {

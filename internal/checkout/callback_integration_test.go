@@ -2,6 +2,7 @@ package checkout_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/paysim"
 	"github.com/seckill/seckill/state"
+	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workers/refundrelay"
 	"github.com/seckill/seckill/workflows"
 )
@@ -85,8 +87,8 @@ type intentProvider struct {
 
 func (p intentProvider) Get(ctx context.Context, txn string) (payments.ProviderPayment, error) {
 	v := payments.ProviderPayment{TransactionID: txn, Status: "PAID"}
-	err := p.pool.QueryRow(ctx, `SELECT order_id, amount_cents FROM payment_intent WHERE provider_transaction_id = $1`, txn).
-		Scan(&v.OrderID, &v.AmountCents)
+	err := p.pool.QueryRow(ctx, `SELECT order_id, amount_cents, currency FROM payment_intent WHERE provider_transaction_id = $1`, txn).
+		Scan(&v.OrderID, &v.AmountCents, &v.Currency)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return payments.ProviderPayment{}, payments.ErrNoPayment
 	}
@@ -112,8 +114,8 @@ func newRig(t *testing.T) *rig {
 	mustExec(t, pool, `INSERT INTO orders (order_id, activity_id, sku_id, user_id, request_id, reservation_id, amount_cents, status, expires_at)
 		VALUES ($1, 1, 1, 42, $2, $3, 4999, 'PAYING', now() + interval '15 minutes')`, orderID, uuid.New(), uuid.New())
 	// The provider transaction StartPayment created for it (what body() pays).
-	mustExec(t, pool, `INSERT INTO payment_intent (order_id, provider, provider_transaction_id, amount_cents, status)
-		VALUES ($1, $2, $3, 4999, 'OPEN')`, orderID, payments.ProviderName, "txn_"+orderID.String()[:8])
+	mustExec(t, pool, `INSERT INTO payment_intent (order_id, provider, provider_transaction_id, amount_cents, currency, status)
+		VALUES ($1, $2, $3, 4999, 'CNY', 'OPEN')`, orderID, payments.ProviderName, "txn_"+orderID.String()[:8])
 	tc := &signals{}
 	svc, err := checkout.NewService(pool, intentProvider{pool: pool}, sagasOf(t, tc), payments.PaysimVerifier(secret, 5*time.Minute),
 		"http://127.0.0.1/cb", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
@@ -132,7 +134,7 @@ func mustExec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
 
 func body(t *testing.T, orderID uuid.UUID, amount int64) []byte {
 	b, err := json.Marshal(paysim.Event{Type: paysim.EventPaymentSucceeded, EventID: "evt_1", TransactionID: "txn_" + orderID.String()[:8],
-		MerchantOrderID: orderID, AmountCents: amount, PaidAt: time.Now().UTC()})
+		MerchantOrderID: orderID, AmountCents: amount, Currency: "CNY", PaidAt: time.Now().UTC()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,12 +414,12 @@ type racingProvider struct {
 	closed  []string
 }
 
-func (p *racingProvider) Create(_ context.Context, orderID uuid.UUID, amount int64, _ string) (payments.ProviderPayment, error) {
+func (p *racingProvider) Create(_ context.Context, orderID uuid.UUID, amount int64, currency, _ string) (payments.ProviderPayment, error) {
 	p.creates++
 	if p.during != nil {
 		p.during()
 	}
-	return payments.ProviderPayment{TransactionID: "txn_" + orderID.String()[:8], OrderID: orderID, AmountCents: amount, Status: "PENDING"}, nil
+	return payments.ProviderPayment{TransactionID: "txn_" + orderID.String()[:8], OrderID: orderID, AmountCents: amount, Currency: currency, Status: "PENDING"}, nil
 }
 
 func (p *racingProvider) Close(_ context.Context, txn string) (payments.ProviderPayment, error) {
@@ -502,8 +504,10 @@ type confirmingProvider struct {
 	paid map[string]payments.ProviderPayment
 }
 
+// Get answers from paid; a payment that names no currency is in CNY.
 func (p confirmingProvider) Get(_ context.Context, txn string) (payments.ProviderPayment, error) {
 	if v, ok := p.paid[txn]; ok {
+		v.Currency = cmp.Or(v.Currency, "CNY")
 		return v, nil
 	}
 	return payments.ProviderPayment{}, payments.ErrNoPayment
@@ -520,7 +524,7 @@ func TestCallbackIsBoundToItsPayment(t *testing.T) {
 	ctx := context.Background()
 	forged := func(txn string, amount int64) []byte {
 		b, _ := json.Marshal(paysim.Event{Type: paysim.EventPaymentSucceeded, EventID: "evt_" + txn, TransactionID: txn,
-			MerchantOrderID: r.orderID, AmountCents: amount, PaidAt: time.Now().UTC()})
+			MerchantOrderID: r.orderID, AmountCents: amount, Currency: "CNY", PaidAt: time.Now().UTC()})
 		return b
 	}
 	before := r.state(t)
@@ -696,5 +700,52 @@ func TestDuplicateCallbackIsDedupedBeforeTheProviderLookup(t *testing.T) {
 	// A new webhook id does need the provider: down, it is a retry, not a 2xx.
 	if err := svc.HandleCallback(ctx, sign("msg_2", b), b); err == nil || errors.As(err, &ce) {
 		t.Fatalf("new delivery while the provider is down = %v, want a retryable error", err)
+	}
+}
+
+// A payment is bound to the order's currency as well as its amount: a
+// signed callback for 4999 JPY, which the provider confirms as 4999 JPY, does
+// not pay an order of 4999 CNY (409 PAYMENT_MISMATCH, nothing written), and
+// the same payment in CNY does.
+func TestCallbackIsBoundToTheOrdersCurrency(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	pay := func(txn, currency string) []byte {
+		b, _ := json.Marshal(paysim.Event{Type: paysim.EventPaymentSucceeded, EventID: "evt_" + txn, TransactionID: txn,
+			MerchantOrderID: r.orderID, AmountCents: 4999, Currency: currency, PaidAt: now})
+		return b
+	}
+	svc, err := checkout.NewService(r.pool, confirmingProvider{paid: map[string]payments.ProviderPayment{
+		"txn_yen":  {TransactionID: "txn_yen", OrderID: r.orderID, AmountCents: 4999, Currency: "JPY", Status: "PAID", PaidAt: now},
+		"txn_yuan": {TransactionID: "txn_yuan", OrderID: r.orderID, AmountCents: 4999, Currency: "CNY", Status: "PAID", PaidAt: now},
+	}}, sagasOf(t, r.tc), payments.PaysimVerifier(secret, 5*time.Minute), "http://127.0.0.1/cb",
+		slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := r.state(t)
+	yen := pay("txn_yen", "JPY")
+	var ce *checkout.CallbackError
+	if err := svc.HandleCallback(ctx, headers("msg_yen", now, paysim.Sign(secret, "msg_yen", now, yen)), yen); !errors.As(err, &ce) ||
+		ce.Code != "PAYMENT_MISMATCH" || ce.Status != http.StatusConflict {
+		t.Fatalf("callback in another currency = %v, want 409 PAYMENT_MISMATCH", err)
+	}
+	if after := r.state(t); after != before {
+		t.Fatalf("a payment in another currency changed state: %s → %s", before, after)
+	}
+	// The payment store refuses it too, whoever brings the evidence (the saga's poll).
+	if _, err := payments.NewStore(r.pool, nil).Record(ctx, steps.Evidence{OrderID: r.orderID, Provider: payments.ProviderName,
+		TransactionID: "txn_yen", AmountCents: 4999, Currency: "JPY", PaidAt: now}); !errors.Is(err, payments.ErrAmountMismatch) {
+		t.Fatalf("evidence in another currency = %v, want ErrAmountMismatch", err)
+	}
+	yuan := pay("txn_yuan", "CNY")
+	if err := svc.HandleCallback(ctx, headers("msg_yuan", now, paysim.Sign(secret, "msg_yuan", now, yuan)), yuan); err != nil {
+		t.Fatalf("callback in the order's currency = %v", err)
+	}
+	var status, currency string
+	if err := r.pool.QueryRow(ctx, `SELECT o.status, p.currency FROM orders o JOIN payment_record p ON p.payment_id = o.payment_id
+		WHERE o.order_id = $1`, r.orderID).Scan(&status, &currency); err != nil || status != "PAID" || currency != "CNY" {
+		t.Fatalf("order %s paid in %s (%v), want PAID in CNY", status, currency, err)
 	}
 }

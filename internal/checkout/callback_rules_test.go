@@ -52,8 +52,8 @@ func callbackBody(t *testing.T, cb CallbackBody) []byte {
 func TestHandleCallbackRefusals(t *testing.T) {
 	order := uuid.New()
 	good := CallbackBody{Type: "payment.succeeded", EventID: "evt_1", TransactionID: "txn_1", MerchantOrderID: order, AmountCents: 4999,
-		PaidAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	paid := payments.ProviderPayment{TransactionID: "txn_1", OrderID: order, AmountCents: 4999, Status: payments.ProviderPaid}
+		Currency: "CNY", PaidAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	paid := payments.ProviderPayment{TransactionID: "txn_1", OrderID: order, AmountCents: 4999, Currency: "CNY", Status: payments.ProviderPaid}
 	with := func(f func(*CallbackBody)) CallbackBody { cb := good; f(&cb); return cb }
 	at := func(p payments.ProviderPayment, err error) func(string) (payments.ProviderPayment, error) {
 		return func(string) (payments.ProviderPayment, error) { return p, err }
@@ -82,6 +82,10 @@ func TestHandleCallbackRefusals(t *testing.T) {
 			http.StatusConflict, "PAYMENT_UNCONFIRMED", nil, 1},
 		{"another amount at the provider", nil, callbackBody(t, good), at(other(func(p *payments.ProviderPayment) { p.AmountCents = 1 }), nil),
 			http.StatusConflict, "PAYMENT_UNCONFIRMED", nil, 1},
+		{"another currency at the provider", nil, callbackBody(t, good), at(other(func(p *payments.ProviderPayment) { p.Currency = "JPY" }), nil),
+			http.StatusConflict, "PAYMENT_UNCONFIRMED", nil, 1},
+		{"no currency", nil, callbackBody(t, with(func(c *CallbackBody) { c.Currency = "" })), nil, http.StatusBadRequest, "INVALID_CALLBACK", nil, 0},
+		{"not an ISO 4217 code", nil, callbackBody(t, with(func(c *CallbackBody) { c.Currency = "cny" })), nil, http.StatusBadRequest, "INVALID_CALLBACK", nil, 0},
 		{"pending at the provider", nil, callbackBody(t, good), at(other(func(p *payments.ProviderPayment) { p.Status = payments.ProviderPending }), nil),
 			http.StatusConflict, "PAYMENT_UNCONFIRMED", nil, 1},
 		{"closed at the provider", nil, callbackBody(t, good), at(other(func(p *payments.ProviderPayment) { p.Status = payments.ProviderClosed }), nil),

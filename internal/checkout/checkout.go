@@ -104,6 +104,7 @@ type OrderView struct {
 	SKUID         int64      `json:"sku_id"`
 	Status        string     `json:"status"`
 	AmountCents   int64      `json:"amount_cents"`
+	Currency      string     `json:"currency"` // ISO 4217, the sale's
 	ExpiresAt     time.Time  `json:"expires_at"`
 	PaidAt        *time.Time `json:"paid_at,omitempty"`
 	CancelledAt   *time.Time `json:"cancelled_at,omitempty"`
@@ -116,11 +117,13 @@ func (s *Service) Order(ctx context.Context, userID int64, orderID uuid.UUID) (O
 	var v OrderView
 	var txn *string
 	err := s.pool.QueryRow(ctx, `
-		SELECT o.order_id, o.reservation_id, o.activity_id, o.sku_id, o.status, o.amount_cents, o.expires_at, o.paid_at, o.cancelled_at,
-		       i.provider_transaction_id
-		FROM orders o LEFT JOIN payment_intent i ON i.order_id = o.order_id
+		SELECT o.order_id, o.reservation_id, o.activity_id, o.sku_id, o.status, o.amount_cents, a.currency, o.expires_at,
+		       o.paid_at, o.cancelled_at, i.provider_transaction_id
+		FROM orders o JOIN sale_activity a ON a.activity_id = o.activity_id
+		LEFT JOIN payment_intent i ON i.order_id = o.order_id
 		WHERE o.order_id = $1 AND o.user_id = $2`, orderID, userID).
-		Scan(&v.OrderID, &v.ReservationID, &v.ActivityID, &v.SKUID, &v.Status, &v.AmountCents, &v.ExpiresAt, &v.PaidAt, &v.CancelledAt, &txn)
+		Scan(&v.OrderID, &v.ReservationID, &v.ActivityID, &v.SKUID, &v.Status, &v.AmountCents, &v.Currency, &v.ExpiresAt,
+			&v.PaidAt, &v.CancelledAt, &txn)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, ErrNotFound
 	}
@@ -151,7 +154,7 @@ func (s *Service) StartPayment(ctx context.Context, userID int64, orderID uuid.U
 	if !ok {
 		return payments.ProviderPayment{}, &StateError{"pay", st}
 	}
-	p, err := s.provider.Create(ctx, orderID, o.AmountCents, s.callbackURL)
+	p, err := s.provider.Create(ctx, orderID, o.AmountCents, o.Currency, s.callbackURL)
 	if err != nil {
 		// The intent stays CREATING: a cancel waits for it a little, then asks
 		// the provider by order id, which decides.
@@ -204,6 +207,7 @@ type CallbackBody struct {
 	TransactionID   string    `json:"transaction_id"`
 	MerchantOrderID uuid.UUID `json:"merchant_order_id"`
 	AmountCents     int64     `json:"amount_cents"`
+	Currency        string    `json:"currency"` // ISO 4217
 	PaidAt          time.Time `json:"paid_at"`
 }
 
@@ -233,6 +237,9 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 	if err := jsonx.Lenient(body, &cb); err != nil || cb.Type != "payment.succeeded" || cb.TransactionID == "" || cb.MerchantOrderID == uuid.Nil {
 		return &CallbackError{http.StatusBadRequest, "INVALID_CALLBACK", fmt.Errorf("not a payment.succeeded callback: %v", err)}
 	}
+	if !payments.IsCurrency(cb.Currency) {
+		return &CallbackError{http.StatusBadRequest, "INVALID_CALLBACK", errors.New("currency: required, an ISO 4217 code of three capital letters")}
+	}
 	hash := sha256.Sum256(body)
 	// A delivery already applied is answered from PostgreSQL, before the
 	// provider is asked: a replayed callback costs one read, not a provider call.
@@ -248,7 +255,7 @@ func (s *Service) HandleCallback(ctx context.Context, h http.Header, body []byte
 		return err
 	}
 	ev := steps.Evidence{OrderID: cb.MerchantOrderID, Provider: s.provider.Name(), TransactionID: cb.TransactionID,
-		AmountCents: cb.AmountCents, PaidAt: cb.PaidAt}
+		AmountCents: cb.AmountCents, Currency: cb.Currency, PaidAt: cb.PaidAt}
 	var res steps.RecordResult
 	duplicate := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -326,8 +333,8 @@ func (s *Service) confirm(ctx context.Context, cb CallbackBody) error {
 		return fmt.Errorf("confirm transaction %s at the provider: %w", cb.TransactionID, err)
 	case p.OrderID != cb.MerchantOrderID:
 		return unconfirmed("the transaction belongs to another order at the provider")
-	case p.AmountCents != cb.AmountCents:
-		return unconfirmed("the provider holds another amount for the transaction")
+	case p.AmountCents != cb.AmountCents || p.Currency != cb.Currency:
+		return unconfirmed("the provider holds another amount or currency for the transaction")
 	case p.Status == "REFUNDED":
 		var status state.Order
 		err := s.pool.QueryRow(ctx, `SELECT status FROM orders WHERE order_id = $1`, cb.MerchantOrderID).Scan(&status)

@@ -30,6 +30,7 @@ type Row struct {
 	PaymentID     *uuid.UUID // the payment that paid it
 	Status        state.Order
 	AmountCents   int64
+	Currency      string // the sale's (sale_activity.currency)
 	ReservationID uuid.UUID
 	ActivityID    int64
 	SKUID         int64
@@ -39,8 +40,11 @@ type Row struct {
 // Lock takes the order's row lock (ErrUnknown when there is none).
 func Lock(ctx context.Context, tx pgx.Tx, orderID uuid.UUID) (Row, error) {
 	var o Row
-	err := tx.QueryRow(ctx, `SELECT status, amount_cents, reservation_id, activity_id, sku_id, user_id, payment_id FROM orders WHERE order_id = $1 FOR UPDATE`,
-		orderID).Scan(&o.Status, &o.AmountCents, &o.ReservationID, &o.ActivityID, &o.SKUID, &o.UserID, &o.PaymentID)
+	err := tx.QueryRow(ctx, `
+		SELECT o.status, o.amount_cents, a.currency, o.reservation_id, o.activity_id, o.sku_id, o.user_id, o.payment_id
+		FROM orders o JOIN sale_activity a ON a.activity_id = o.activity_id
+		WHERE o.order_id = $1 FOR UPDATE OF o`,
+		orderID).Scan(&o.Status, &o.AmountCents, &o.Currency, &o.ReservationID, &o.ActivityID, &o.SKUID, &o.UserID, &o.PaymentID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return o, ErrUnknown
 	}

@@ -24,7 +24,7 @@ type fakeProvider struct {
 }
 
 func (f *fakeProvider) Name() string { return "fake" }
-func (f *fakeProvider) Create(context.Context, uuid.UUID, int64, string) (ProviderPayment, error) {
+func (f *fakeProvider) Create(context.Context, uuid.UUID, int64, string, string) (ProviderPayment, error) {
 	f.t.Error("unexpected Create")
 	return ProviderPayment{}, f.refused
 }

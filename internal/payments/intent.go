@@ -50,8 +50,9 @@ func (s *Store) BeginPayment(ctx context.Context, orderID uuid.UUID) (status str
 			return err
 		}
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO payment_intent (order_id, provider, amount_cents, status)
-			SELECT order_id, $2, amount_cents, 'CREATING' FROM orders WHERE order_id = $1
+			INSERT INTO payment_intent (order_id, provider, amount_cents, currency, status)
+			SELECT o.order_id, $2, o.amount_cents, a.currency, 'CREATING'
+			FROM orders o JOIN sale_activity a ON a.activity_id = o.activity_id WHERE o.order_id = $1
 			ON CONFLICT (order_id) DO UPDATE SET status = 'CREATING', updated_at = clock_timestamp()
 			WHERE payment_intent.status <> 'PAID'`, orderID, ProviderName); err != nil {
 			return fmt.Errorf("payment intent of %s → CREATING: %w", orderID, err)

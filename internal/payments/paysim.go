@@ -25,7 +25,8 @@ const ProviderName = "paysim"
 func (PaysimProvider) Name() string { return ProviderName }
 
 func fromPaysim(p paysim.Payment) ProviderPayment {
-	out := ProviderPayment{TransactionID: p.TransactionID, OrderID: p.MerchantOrderID, AmountCents: p.AmountCents, Status: ProviderStatus(p.Status)}
+	out := ProviderPayment{TransactionID: p.TransactionID, OrderID: p.MerchantOrderID, AmountCents: p.AmountCents,
+		Currency: p.Currency, Status: ProviderStatus(p.Status)}
 	if p.PaidAt != nil {
 		out.PaidAt = p.PaidAt.UTC()
 	}
@@ -33,8 +34,8 @@ func fromPaysim(p paysim.Payment) ProviderPayment {
 }
 
 // Create implements Provider.
-func (a PaysimProvider) Create(ctx context.Context, orderID uuid.UUID, amountCents int64, callbackURL string) (ProviderPayment, error) {
-	p, err := a.Client.Create(ctx, orderID, amountCents, callbackURL)
+func (a PaysimProvider) Create(ctx context.Context, orderID uuid.UUID, amountCents int64, currency, callbackURL string) (ProviderPayment, error) {
+	p, err := a.Client.Create(ctx, orderID, amountCents, currency, callbackURL)
 	return fromPaysim(p), err
 }
 

@@ -39,7 +39,7 @@ func TestPaysimProvider(t *testing.T) {
 	if _, err := p.Get(ctx, "txn_unknown"); !errors.Is(err, ErrNoPayment) {
 		t.Fatalf("Get unknown: %v, want ErrNoPayment", err)
 	}
-	created, err := p.Create(ctx, order, 4999, "http://127.0.0.1:1/callback")
+	created, err := p.Create(ctx, order, 4999, "CNY", "http://127.0.0.1:1/callback")
 	if err != nil || created.OrderID != order || created.AmountCents != 4999 || created.Status != ProviderPending ||
 		created.TransactionID == "" || !created.PaidAt.IsZero() {
 		t.Fatalf("Create = %+v, %v", created, err)

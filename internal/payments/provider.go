@@ -16,8 +16,27 @@ type ProviderPayment struct {
 	TransactionID string
 	OrderID       uuid.UUID
 	AmountCents   int64
+	Currency      string // ISO 4217
 	Status        ProviderStatus
 	PaidAt        time.Time
+}
+
+// DefaultCurrency is a sale's currency when its definition names none.
+const DefaultCurrency = "CNY"
+
+// IsCurrency reports whether c has the form of an ISO 4217 alphabetic code:
+// three capital letters (whether the code is assigned is not checked). The
+// same rule is the CHECK of the currency columns (migrations/00016).
+func IsCurrency(c string) bool {
+	if len(c) != 3 {
+		return false
+	}
+	for i := range 3 {
+		if c[i] < 'A' || c[i] > 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 // ProviderStatus is a payment's status at the provider.
@@ -52,7 +71,8 @@ func (e *AlreadyPaidError) Error() string {
 type Provider interface {
 	// Name is the provider's name in payment_record.provider.
 	Name() string
-	Create(ctx context.Context, orderID uuid.UUID, amountCents int64, callbackURL string) (ProviderPayment, error)
+	// Create opens the order's payment of amountCents in currency (ISO 4217).
+	Create(ctx context.Context, orderID uuid.UUID, amountCents int64, currency, callbackURL string) (ProviderPayment, error)
 	// FindByOrder returns ErrNoPayment when the order has none.
 	FindByOrder(ctx context.Context, orderID uuid.UUID) (ProviderPayment, error)
 	// Get returns a transaction by id (ErrNoPayment when the provider has no such one).
@@ -64,5 +84,6 @@ type Provider interface {
 
 // Evidence turns a paid provider payment into payment evidence.
 func (p ProviderPayment) Evidence(provider string) steps.Evidence {
-	return steps.Evidence{OrderID: p.OrderID, Provider: provider, TransactionID: p.TransactionID, AmountCents: p.AmountCents, PaidAt: p.PaidAt}
+	return steps.Evidence{OrderID: p.OrderID, Provider: provider, TransactionID: p.TransactionID, AmountCents: p.AmountCents,
+		Currency: p.Currency, PaidAt: p.PaidAt}
 }

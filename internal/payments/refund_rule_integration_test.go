@@ -103,11 +103,11 @@ func ruleRows(t *testing.T, pool *pgxpool.Pool, activityID int64) []uuid.UUID {
 		}
 		exec(t, pool, `INSERT INTO orders (order_id, activity_id, sku_id, user_id, request_id, reservation_id, amount_cents, status, expires_at, payment_id)
 			VALUES ($1, $2, 1, $3, gen_random_uuid(), gen_random_uuid(), 100, $4, now() + interval '1 hour', $5)`, orderID, activityID, i+1, c.order, orderPayment)
-		exec(t, pool, `INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, status, paid_at)
-			VALUES ($1, $2, 'paysim', $3, 100, $4, now())`, pid, orderID, "txn_"+pid.String(), c.payment)
+		exec(t, pool, `INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, currency, status, paid_at)
+			VALUES ($1, $2, 'paysim', $3, 100, 'CNY', $4, now())`, pid, orderID, "txn_"+pid.String(), c.payment)
 		if c.by == byOther {
-			exec(t, pool, `INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, status, paid_at)
-				VALUES ($1, $2, 'paysim', $3, 100, 'SUCCESS', now())`, otherID, orderID, "txn_"+otherID.String())
+			exec(t, pool, `INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, currency, status, paid_at)
+				VALUES ($1, $2, 'paysim', $3, 100, 'CNY', 'SUCCESS', now())`, otherID, orderID, "txn_"+otherID.String())
 		}
 		ids[i] = pid
 	}
@@ -234,8 +234,8 @@ func TestRefundRuleRecord(t *testing.T) {
 			exec(t, pool, `INSERT INTO orders (order_id, activity_id, sku_id, user_id, request_id, reservation_id, amount_cents, status, expires_at, payment_id)
 				VALUES ($1, $2, 1, $3, gen_random_uuid(), gen_random_uuid(), 100, $4, now() + interval '1 hour', $5)`, orderID, activityID, i+1, c.order, orderPayment)
 			if !c.payment.IsZero() {
-				exec(t, pool, `INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, status, paid_at)
-					VALUES ($1, $2, $3, $4, 100, $5, now())`, pid, orderID, payments.ProviderName, txn, c.payment)
+				exec(t, pool, `INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, currency, status, paid_at)
+					VALUES ($1, $2, $3, $4, 100, 'CNY', $5, now())`, pid, orderID, payments.ProviderName, txn, c.payment)
 			}
 			res, err := store.Record(ctx, steps.Evidence{OrderID: orderID, Provider: payments.ProviderName, TransactionID: txn, AmountCents: 100, PaidAt: time.Now()})
 			if err != nil || res.Outcome != c.outcome || res.PaymentID != pid {

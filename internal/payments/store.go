@@ -28,7 +28,7 @@ import (
 // Errors of the store.
 var (
 	ErrUnknownOrder   = orders.ErrUnknown
-	ErrAmountMismatch = errors.New("payment amount differs from the order amount")
+	ErrAmountMismatch = errors.New("payment amount or currency differs from the order's")
 	ErrConflict       = errors.New("payment transaction already recorded for another order")
 )
 
@@ -75,15 +75,16 @@ func (s *Store) RecordTx(ctx context.Context, tx pgx.Tx, ev steps.Evidence) (ste
 	if err != nil {
 		return res, err
 	}
-	if ev.AmountCents != o.AmountCents {
-		return res, fmt.Errorf("%w: order %s costs %d, payment %s is %d", ErrAmountMismatch, ev.OrderID, o.AmountCents, ev.TransactionID, ev.AmountCents)
+	if ev.AmountCents != o.AmountCents || ev.Currency != "" && ev.Currency != o.Currency {
+		return res, fmt.Errorf("%w: order %s costs %d %s, payment %s is %d %s", ErrAmountMismatch,
+			ev.OrderID, o.AmountCents, o.Currency, ev.TransactionID, ev.AmountCents, ev.Currency)
 	}
 	res = steps.RecordResult{PaymentID: PaymentID(ev.Provider, ev.TransactionID), ReservationID: o.ReservationID,
 		ActivityID: o.ActivityID, SKUID: o.SKUID}
 	tag, err := tx.Exec(ctx, `
-		INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, status, paid_at)
-		VALUES ($1, $2, $3, $4, $5, 'SUCCESS', $6)
-		ON CONFLICT DO NOTHING`, res.PaymentID, ev.OrderID, ev.Provider, ev.TransactionID, ev.AmountCents, ev.PaidAt)
+		INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, currency, status, paid_at)
+		VALUES ($1, $2, $3, $4, $5, $6, 'SUCCESS', $7)
+		ON CONFLICT DO NOTHING`, res.PaymentID, ev.OrderID, ev.Provider, ev.TransactionID, ev.AmountCents, o.Currency, ev.PaidAt)
 	if err != nil {
 		return res, fmt.Errorf("insert payment record: %w", err)
 	}
@@ -148,6 +149,6 @@ func payOrder(ctx context.Context, tx pgx.Tx, ev steps.Evidence, o orders.Row, p
 	}
 	return outbox.Insert(ctx, tx, "ORDER", ev.OrderID, "ORDER_PAID", ev.OrderID.String(), map[string]any{
 		"order_id": ev.OrderID, "payment_id": paymentID, "transaction_id": ev.TransactionID, "amount_cents": ev.AmountCents,
-		"paid_at": ev.PaidAt, "activity_id": o.ActivityID, "sku_id": o.SKUID, "user_id": o.UserID,
+		"currency": o.Currency, "paid_at": ev.PaidAt, "activity_id": o.ActivityID, "sku_id": o.SKUID, "user_id": o.UserID,
 	})
 }

@@ -45,7 +45,7 @@ func TestReconcileAsksTheProviderAndOwesRefunds(t *testing.T) {
 		if _, ok, err := store.BeginPayment(ctx, oid); !ok || err != nil {
 			t.Fatalf("begin payment: %v %v", ok, err)
 		}
-		p, err := client.Create(ctx, oid, 100, "http://127.0.0.1:1/callbacks-are-lost")
+		p, err := client.Create(ctx, oid, 100, "CNY", "http://127.0.0.1:1/callbacks-are-lost")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestReconcileAsksTheProviderAndOwesRefunds(t *testing.T) {
 	// A payment on a cancelled order recorded before refund obligations existed.
 	late := order(4)
 	r.exec(t, `UPDATE orders SET status = 'CANCELLED' WHERE order_id = $1`, late)
-	lp, err := client.Create(ctx, late, 100, "http://127.0.0.1:1/x")
+	lp, err := client.Create(ctx, late, 100, "CNY", "http://127.0.0.1:1/x")
 	if err != nil {
 		t.Fatal(err)
 	}

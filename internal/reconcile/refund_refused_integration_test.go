@@ -62,7 +62,7 @@ func TestRefundRefusedForGoodIsHeldForAPerson(t *testing.T) {
 		if cancelled {
 			r.exec(t, `UPDATE orders SET status = 'CANCELLED' WHERE order_id = $1`, res.OrderID)
 		}
-		p, err := pc.Create(ctx, res.OrderID, 100, "http://127.0.0.1:1/x")
+		p, err := pc.Create(ctx, res.OrderID, 100, "CNY", "http://127.0.0.1:1/x")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@
 package sale
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/inventory"
+	"github.com/seckill/seckill/internal/payments"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -40,8 +42,13 @@ type Activity struct {
 	// MaxPerUser caps the reservations one user holds across the sale's
 	// SKUs (docs/spec.md#user-cap); 0 means 1 for a new sale and "as set up"
 	// for an existing one. Fixed once the sale exists.
-	MaxPerUser int   `json:"max_per_user,omitempty"`
-	SKUs       []SKU `json:"skus"`
+	MaxPerUser int `json:"max_per_user,omitempty"`
+	// Currency is the ISO 4217 code every price of the sale is in, and the
+	// one its payments must be made in (docs/spec.md#payments); empty means
+	// payments.DefaultCurrency for a new sale and "as set up" for an
+	// existing one. Fixed once the sale exists.
+	Currency string `json:"currency,omitempty"`
+	SKUs     []SKU  `json:"skus"`
 }
 
 // SKU is one item of an activity and its stock.
@@ -84,6 +91,8 @@ func (a Activity) Validate() error {
 		return &FieldError{"order_deadline_seconds", "must be between 1 and 86400"}
 	case a.MaxPerUser < 0 || a.MaxPerUser > MaxSKUs:
 		return &FieldError{"max_per_user", fmt.Sprintf("must be between 1 and %d (0 or absent: 1)", MaxSKUs)}
+	case a.Currency != "" && !payments.IsCurrency(a.Currency):
+		return &FieldError{"currency", "must be an ISO 4217 code of three capital letters, e.g. CNY (absent: " + payments.DefaultCurrency + ")"}
 	case len(a.SKUs) == 0 || len(a.SKUs) > MaxSKUs:
 		return &FieldError{"skus", fmt.Sprintf("must list 1 to %d SKUs", MaxSKUs)}
 	}
@@ -155,6 +164,18 @@ func (e *MaxPerUserFixedError) Error() string {
 		e.ActivityID, e.Stored)
 }
 
+// CurrencyFixedError refuses another currency for an existing sale: its
+// orders were priced, and their payments are bound, in the stored one.
+// Nothing is written.
+type CurrencyFixedError struct {
+	ActivityID int64
+	Stored     string
+}
+
+func (e *CurrencyFixedError) Error() string {
+	return fmt.Sprintf("currency: sale %d exists in %s; the currency is fixed once set up", e.ActivityID, e.Stored)
+}
+
 // ErrRedisNeedsRebuild means PostgreSQL shows stock movements for a SKU whose
 // Redis counters are gone: initialising them from the definition would admit
 // too many buyers. Rebuild Redis from PostgreSQL instead.
@@ -195,20 +216,26 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, rdb redis.Cmdable, a Activit
 }
 
 // upsertActivity writes the activity row and returns its stored
-// max_per_user (a new sale's is the definition's, or 1).
+// max_per_user (a new sale's is the definition's, or 1). The stored
+// currency (a new sale's is the definition's, or the default) must be the
+// definition's when it names one.
 func upsertActivity(ctx context.Context, tx pgx.Tx, a Activity) (int, error) {
 	var stored int
+	var currency string
 	if err := tx.QueryRow(ctx, `
-		INSERT INTO sale_activity (activity_id, name, starts_at, ends_at, payment_timeout_seconds, order_deadline_seconds, max_per_user)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		INSERT INTO sale_activity (activity_id, name, starts_at, ends_at, payment_timeout_seconds, order_deadline_seconds, max_per_user, currency)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (activity_id) DO UPDATE
 		SET name = EXCLUDED.name, starts_at = EXCLUDED.starts_at, ends_at = EXCLUDED.ends_at,
 		    payment_timeout_seconds = EXCLUDED.payment_timeout_seconds,
 		    order_deadline_seconds = EXCLUDED.order_deadline_seconds, updated_at = clock_timestamp()
-		RETURNING max_per_user`,
+		RETURNING max_per_user, currency`,
 		a.ActivityID, a.Name, a.StartsAt, a.EndsAt, a.PaymentTimeoutSeconds, a.OrderDeadlineSeconds,
-		max(a.MaxPerUser, 1)).Scan(&stored); err != nil {
+		max(a.MaxPerUser, 1), cmp.Or(a.Currency, payments.DefaultCurrency)).Scan(&stored, &currency); err != nil {
 		return 0, fmt.Errorf("upsert activity %d: %w", a.ActivityID, err)
+	}
+	if a.Currency != "" && a.Currency != currency {
+		return 0, &CurrencyFixedError{ActivityID: a.ActivityID, Stored: currency}
 	}
 	if a.MaxPerUser != 0 && a.MaxPerUser != stored {
 		return 0, &MaxPerUserFixedError{ActivityID: a.ActivityID, Stored: stored}

@@ -30,3 +30,31 @@ func TestValidateCountsNameInCharacters(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateCurrency(t *testing.T) {
+	now := time.Now()
+	a := Activity{ActivityID: 1, Name: "a", StartsAt: now, EndsAt: now.Add(time.Hour), PaymentTimeoutSeconds: 60,
+		OrderDeadlineSeconds: 60, SKUs: []SKU{{SKUID: 1, Stock: 1}}}
+	for _, tc := range []struct {
+		currency string
+		ok       bool
+	}{
+		{"", true}, // the default (or, for an existing sale, the stored one)
+		{"CNY", true},
+		{"EUR", true},
+		{"cny", false},
+		{"CN", false},
+		{"CNYY", false},
+		{"C1Y", false},
+		{"ÇNY", false},
+	} {
+		a.Currency = tc.currency
+		err := a.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("currency %q: Validate() = %v, want ok=%v", tc.currency, err, tc.ok)
+		}
+		if err != nil && err.(*FieldError).Field != "currency" {
+			t.Errorf("currency %q: field %q, want currency", tc.currency, err.(*FieldError).Field)
+		}
+	}
+}

@@ -14,7 +14,11 @@ type Evidence struct {
 	Provider      string
 	TransactionID string
 	AmountCents   int64
-	PaidAt        time.Time
+	// Currency is the ISO 4217 code the provider reported. Empty only in
+	// evidence a saga history recorded before payments carried a currency;
+	// the callback and the provider adapters always set it.
+	Currency string
+	PaidAt   time.Time
 }
 
 // RecordOutcome is what recording a payment did.

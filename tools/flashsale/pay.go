@@ -186,7 +186,11 @@ func act(ctx context.Context, c *http.Client, provider *paysim.Client, mint func
 		}
 		// The provider settles a payment for the order after our cancel (e.g. a
 		// payment the user made in another channel): it must be refunded.
-		p, err := provider.Create(ctx, o.id, orderAmount(ctx, c, tok, base, o), base+"/v1/payments/callback")
+		v, err := getOrder(ctx, c, tok, base, o)
+		if err != nil {
+			return err
+		}
+		p, err := provider.Create(ctx, o.id, v.AmountCents, v.Currency, base+"/v1/payments/callback")
 		if err != nil {
 			return err
 		}
@@ -251,33 +255,31 @@ func startPayment(ctx context.Context, c *http.Client, tok, base string, o order
 	return out.TransactionID, nil
 }
 
-func getOrder(ctx context.Context, c *http.Client, tok, base string, o orderRow) (status string, amount int64, err error) {
+// orderView is what a buyer reads of an order (GET /v1/orders/{id}).
+type orderView struct {
+	Status      string `json:"status"`
+	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"`
+}
+
+func getOrder(ctx context.Context, c *http.Client, tok, base string, o orderRow) (orderView, error) {
+	var out orderView
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/orders/%s", base, o.id), nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := c.Do(req)
 	if err != nil {
-		return "", 0, err
+		return out, err
 	}
 	defer resp.Body.Close()
-	var out struct {
-		Status      string `json:"status"`
-		AmountCents int64  `json:"amount_cents"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return "", 0, err
-	}
-	return out.Status, out.AmountCents, nil
-}
-
-func orderAmount(ctx context.Context, c *http.Client, tok, base string, o orderRow) int64 {
-	_, amount, _ := getOrder(ctx, c, tok, base, o)
-	return amount
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	return out, err
 }
 
 // waitStatus polls the order until its status is want (or one of also).
 func waitStatus(ctx context.Context, c *http.Client, tok, base string, o orderRow, want string, until time.Time, also ...string) error {
 	for {
-		st, _, err := getOrder(ctx, c, tok, base, o)
+		v, err := getOrder(ctx, c, tok, base, o)
+		st := v.Status
 		if err == nil && (st == want || slices.Contains(also, st)) {
 			return nil
 		}

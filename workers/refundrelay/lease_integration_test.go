@@ -35,8 +35,8 @@ func owe(t *testing.T, pool *pgxpool.Pool, n int) []uuid.UUID {
 		}{
 			{`INSERT INTO orders (order_id, activity_id, sku_id, user_id, request_id, reservation_id, amount_cents, status, expires_at, cancelled_at)
 				VALUES ($1, $2, 1, $3, $4, $5, 100, 'CANCELLED', now(), now())`, []any{order, activity, u + 1, uuid.New(), uuid.New()}},
-			{`INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, status, paid_at)
-				VALUES ($1, $2, 'paysim', $3, 100, 'SUCCESS', now())`, []any{payment, order, payment.String()}},
+			{`INSERT INTO payment_record (payment_id, order_id, provider, provider_transaction_id, amount_cents, currency, status, paid_at)
+				VALUES ($1, $2, 'paysim', $3, 100, 'CNY', 'SUCCESS', now())`, []any{payment, order, payment.String()}},
 			{`INSERT INTO refund_task (payment_id, order_id, activity_id, sku_id) VALUES ($1, $2, $3, 1)`, []any{payment, order, activity}},
 		} {
 			if _, err := pool.Exec(ctx, q.sql, q.args...); err != nil {
