@@ -100,7 +100,7 @@ func TestSaleCurrencyIsFixedOnceSetUp(t *testing.T) {
 		t.Fatalf("stored currency %q, %v; want the default CNY", stored, err)
 	}
 	a := sale.Activity{ActivityID: r.k.ActivityID, Name: "renamed", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
-		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300, Currency: "EUR", SKUs: []sale.SKU{{SKUID: 3, Stock: 1}}}
+		PaymentTimeoutSeconds: 900, OrderDeadlineSeconds: 300, Currency: new("EUR"), SKUs: []sale.SKU{{SKUID: 3, Stock: 1}}}
 	_, err := sale.Setup(ctx, r.pool, r.rdb, a)
 	if fe, ok := err.(*sale.CurrencyFixedError); !ok || fe.Stored != "CNY" {
 		t.Fatalf("another currency: %v, want CurrencyFixedError (stored CNY)", err)
@@ -108,10 +108,10 @@ func TestSaleCurrencyIsFixedOnceSetUp(t *testing.T) {
 	if n := r.count(t, `SELECT count(*) FROM sale_activity WHERE activity_id = $1 AND name = 't' AND currency = 'CNY'`, r.k.ActivityID); n != 1 {
 		t.Fatalf("the refused set-up wrote the activity row")
 	}
-	for _, c := range []string{"", "CNY"} {
+	for _, c := range []*string{nil, new("CNY")} { // absent keeps the stored one
 		a.Currency = c
 		if _, err := sale.Setup(ctx, r.pool, r.rdb, a); err != nil {
-			t.Fatalf("set-up with currency %q: %v", c, err)
+			t.Fatalf("set-up with currency %v: %v", c, err)
 		}
 	}
 }

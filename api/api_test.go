@@ -579,6 +579,9 @@ func TestAdminSetupRejections(t *testing.T) {
 		{"payment timeout zero", with(func(a map[string]any) { a["payment_timeout_seconds"] = 0 }), "payment_timeout_seconds"},
 		{"payment timeout too long", with(func(a map[string]any) { a["payment_timeout_seconds"] = 86401 }), "payment_timeout_seconds"},
 		{"order deadline zero", with(func(a map[string]any) { a["order_deadline_seconds"] = 0 }), "order_deadline_seconds"},
+		{"currency empty", with(func(a map[string]any) { a["currency"] = "" }), "currency"},
+		{"currency lower case", with(func(a map[string]any) { a["currency"] = "eur" }), "currency"},
+		{"currency null", with(func(a map[string]any) { a["currency"] = nil }), "body"},
 		{"no skus", with(func(a map[string]any) { a["skus"] = []any{} }), "skus"},
 		{"sku id zero", with(func(a map[string]any) { a["skus"] = []any{map[string]any{"sku_id": 0, "stock": 1}} }), "skus[0].sku_id"},
 		{"duplicate sku ids", with(func(a map[string]any) {

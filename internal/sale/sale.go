@@ -44,11 +44,20 @@ type Activity struct {
 	// for an existing one. Fixed once the sale exists.
 	MaxPerUser int `json:"max_per_user,omitempty"`
 	// Currency is the ISO 4217 code every price of the sale is in, and the
-	// one its payments must be made in (docs/spec.md#payments); empty means
-	// payments.DefaultCurrency for a new sale and "as set up" for an
-	// existing one. Fixed once the sale exists.
-	Currency string `json:"currency,omitempty"`
-	SKUs     []SKU  `json:"skus"`
+	// one its payments must be made in (docs/spec.md#payments); absent (nil)
+	// means payments.DefaultCurrency for a new sale and "as set up" for an
+	// existing one, while a present one must be a code (an empty string is
+	// refused, as the schema says). Fixed once the sale exists.
+	Currency *string `json:"currency,omitempty"`
+	SKUs     []SKU   `json:"skus"`
+}
+
+// currency is the code the definition names, or "" when it names none.
+func (a Activity) currency() string {
+	if a.Currency == nil {
+		return ""
+	}
+	return *a.Currency
 }
 
 // SKU is one item of an activity and its stock.
@@ -91,7 +100,7 @@ func (a Activity) Validate() error {
 		return &FieldError{"order_deadline_seconds", "must be between 1 and 86400"}
 	case a.MaxPerUser < 0 || a.MaxPerUser > MaxSKUs:
 		return &FieldError{"max_per_user", fmt.Sprintf("must be between 1 and %d (0 or absent: 1)", MaxSKUs)}
-	case a.Currency != "" && !payments.IsCurrency(a.Currency):
+	case a.Currency != nil && !payments.IsCurrency(*a.Currency):
 		return &FieldError{"currency", "must be an ISO 4217 code of three capital letters, e.g. CNY (absent: " + payments.DefaultCurrency + ")"}
 	case len(a.SKUs) == 0 || len(a.SKUs) > MaxSKUs:
 		return &FieldError{"skus", fmt.Sprintf("must list 1 to %d SKUs", MaxSKUs)}
@@ -231,10 +240,10 @@ func upsertActivity(ctx context.Context, tx pgx.Tx, a Activity) (int, error) {
 		    order_deadline_seconds = EXCLUDED.order_deadline_seconds, updated_at = clock_timestamp()
 		RETURNING max_per_user, currency`,
 		a.ActivityID, a.Name, a.StartsAt, a.EndsAt, a.PaymentTimeoutSeconds, a.OrderDeadlineSeconds,
-		max(a.MaxPerUser, 1), cmp.Or(a.Currency, payments.DefaultCurrency)).Scan(&stored, &currency); err != nil {
+		max(a.MaxPerUser, 1), cmp.Or(a.currency(), payments.DefaultCurrency)).Scan(&stored, &currency); err != nil {
 		return 0, fmt.Errorf("upsert activity %d: %w", a.ActivityID, err)
 	}
-	if a.Currency != "" && a.Currency != currency {
+	if a.Currency != nil && *a.Currency != currency {
 		return 0, &CurrencyFixedError{ActivityID: a.ActivityID, Stored: currency}
 	}
 	if a.MaxPerUser != 0 && a.MaxPerUser != stored {

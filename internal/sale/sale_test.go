@@ -35,11 +35,14 @@ func TestValidateCurrency(t *testing.T) {
 	now := time.Now()
 	a := Activity{ActivityID: 1, Name: "a", StartsAt: now, EndsAt: now.Add(time.Hour), PaymentTimeoutSeconds: 60,
 		OrderDeadlineSeconds: 60, SKUs: []SKU{{SKUID: 1, Stock: 1}}}
+	if err := a.Validate(); err != nil {
+		t.Errorf("currency absent: Validate() = %v, want the default", err)
+	}
 	for _, tc := range []struct {
 		currency string
 		ok       bool
 	}{
-		{"", true}, // the default (or, for an existing sale, the stored one)
+		{"", false}, // present but empty: the schema refuses it, so does the server
 		{"CNY", true},
 		{"EUR", true},
 		{"cny", false},
@@ -48,7 +51,7 @@ func TestValidateCurrency(t *testing.T) {
 		{"C1Y", false},
 		{"ÇNY", false},
 	} {
-		a.Currency = tc.currency
+		a.Currency = &tc.currency
 		err := a.Validate()
 		if (err == nil) != tc.ok {
 			t.Errorf("currency %q: Validate() = %v, want ok=%v", tc.currency, err, tc.ok)
