@@ -22,7 +22,7 @@ const composePath = "../../docker-compose.yml"
 
 // composeSecrets are the variables docker-compose.yml requires (${X:?...}).
 var composeSecrets = []string{"SECKILL_PG_PASSWORD", "SECKILL_ID_SECRETS", "SECKILL_AUTH_SECRETS", "SECKILL_ADMIN_TOKEN",
-	"SECKILL_PAYSIM_SECRET", "SECKILL_PAYSIM_MERCHANT_KEY", "SECKILL_PAYLOAD_SECRETS"}
+	"SECKILL_PAYSIM_SECRET", "SECKILL_PAYSIM_MERCHANT_KEY", "SECKILL_PAYLOAD_SECRETS", "SECKILL_REDIS_PASSWORD"}
 
 // sentinel is the value the tests give the required variable name.
 func sentinel(name string) string { return "test-" + strings.ToLower(name) }
@@ -153,6 +153,9 @@ func TestComposeConfiguresOnlyRealVariables(t *testing.T) {
 				t.Errorf("service %s sets %s, which the code does not read", name, k)
 			}
 		}
+		if name == "paysim" { // the provider's stand-in: nothing of the backends (TestComposeGivesEachServiceOnlyItsSecrets)
+			continue
+		}
 		for _, k := range required {
 			if env[k] == nil || *env[k] == "" {
 				t.Errorf("service %s does not set %s", name, k)
@@ -164,5 +167,40 @@ func TestComposeConfiguresOnlyRealVariables(t *testing.T) {
 				t.Errorf("service %s: %s=%s points at loopback", name, k, *env[k])
 			}
 		}
+	}
+}
+
+// TestComposeGivesEachServiceOnlyItsSecrets: a service holds the secrets its
+// code uses and no other (a leak of the provider's stand-in gives away no key
+// of ours; the migrator holds only the database), and Redis requires its
+// password.
+func TestComposeGivesEachServiceOnlyItsSecrets(t *testing.T) {
+	f := load(t)
+	want := map[string][]string{
+		"seckill-migrate": {"SECKILL_PG_PASSWORD"},
+		"seckill-api": {"SECKILL_PG_PASSWORD", "SECKILL_REDIS_PASSWORD", "SECKILL_ID_SECRETS", "SECKILL_AUTH_SECRETS",
+			"SECKILL_ADMIN_TOKEN", "SECKILL_PAYSIM_SECRET", "SECKILL_PAYSIM_MERCHANT_KEY", "SECKILL_PAYLOAD_SECRETS"},
+		"seckill-worker": {"SECKILL_PG_PASSWORD", "SECKILL_REDIS_PASSWORD", "SECKILL_ID_SECRETS", "SECKILL_PAYSIM_MERCHANT_KEY",
+			"SECKILL_PAYLOAD_SECRETS"},
+		"paysim": {"SECKILL_PAYSIM_SECRET", "SECKILL_PAYSIM_MERCHANT_KEY"},
+	}
+	for name, secrets := range want {
+		var got []string
+		for _, v := range f.Services[name].Environment {
+			for _, k := range composeSecrets {
+				if v != nil && strings.Contains(*v, sentinel(k)) && !slices.Contains(got, k) {
+					got = append(got, k)
+				}
+			}
+		}
+		slices.Sort(got)
+		secrets = slices.Sorted(slices.Values(secrets))
+		if !slices.Equal(got, secrets) {
+			t.Errorf("service %s holds %v, want exactly %v", name, got, secrets)
+		}
+	}
+	r := f.Services["redis"]
+	if !slices.Contains(r.Command, "--requirepass") || !slices.Contains(r.Command, sentinel("SECKILL_REDIS_PASSWORD")) {
+		t.Errorf("redis runs without --requirepass SECKILL_REDIS_PASSWORD: %v", r.Command)
 	}
 }
