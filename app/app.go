@@ -119,11 +119,18 @@ type Conns struct {
 
 // Open connects to PostgreSQL, Redis and RocketMQ (and Temporal if
 // withTemporal). With tel, the Temporal SDK's metrics go to tel's registry.
+// In production it refuses a database role that owns the schema.
 func Open(ctx context.Context, cfg config.Config, producerGroup string, withTemporal bool, log *slog.Logger, tel *Telemetry) (*Conns, error) {
 	c := &Conns{}
 	var err error
 	if c.Pool, err = pg.Open(ctx, cfg.PostgresDSN, cfg.PGMaxConns); err != nil {
 		return nil, err
+	}
+	if cfg.Env == config.EnvProduction {
+		if err := pg.RefuseOwner(ctx, c.Pool); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("SECKILL_PG_DSN: %w", err)
+		}
 	}
 	if c.Verify, err = pg.Open(ctx, cfg.PostgresDSN, 2); err != nil {
 		c.Close()

@@ -26,7 +26,8 @@ type Result struct {
 }
 
 // Up applies every pending migration to the database at dsn and returns what
-// it applied (empty when the schema was already current). A PostgreSQL
+// it applied (empty when the schema was already current), then grants the
+// application role (AppRole) what it needs and no more. A PostgreSQL
 // advisory lock serialises concurrent migrators.
 func Up(ctx context.Context, dsn string) ([]Result, error) {
 	p, db, err := provider(dsn)
@@ -34,9 +35,15 @@ func Up(ctx context.Context, dsn string) ([]Result, error) {
 		return nil, err
 	}
 	defer db.Close()
+	if err := ensureAppRole(ctx, db); err != nil {
+		return nil, err
+	}
 	res, err := p.Up(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("apply migrations: %w", err)
+	}
+	if err := grantApp(ctx, db); err != nil {
+		return nil, err
 	}
 	out := make([]Result, 0, len(res))
 	for _, r := range res {

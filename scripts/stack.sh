@@ -127,6 +127,11 @@ SELECT 'CREATE ROLE seckill LOGIN CREATEDB PASSWORD ''seckill'''
 ALTER ROLE seckill CREATEDB;
 SELECT 'CREATE DATABASE seckill OWNER seckill'
  WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'seckill') \gexec
+-- The application's role (migrations grant it the rows, not the schema):
+-- make run's api and worker, and the chaos and e2e processes, log in as it.
+SELECT 'CREATE ROLE seckill_app'
+ WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'seckill_app') \gexec
+ALTER ROLE seckill_app LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD 'seckill';
 SQL
 }
 

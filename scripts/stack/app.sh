@@ -23,7 +23,9 @@
 # buyer of `make run`'s demo comes from 127.0.0.1, which the per-address limit
 # (default 200/s) would turn away; the per-user limit stays on. Both run with
 # SECKILL_CALLBACK_URL=http://$SECKILL_APP_HTTP_ADDR/v1/payments/callback
-# unless that is set (where paysim sends its payment callbacks).
+# unless that is set (where paysim sends its payment callbacks), and log in
+# to PostgreSQL as seckill_app, the application's role, unless SECKILL_PG_DSN
+# is set.
 
 APP_BIN=${SECKILL_APP_BIN:-$ROOT/bin/seckill}
 APP_HTTP_ADDR=${SECKILL_APP_HTTP_ADDR:-127.0.0.1:8080}
@@ -46,6 +48,10 @@ app_up() {
   app_free api "$APP_HTTP_ADDR" "the gateway's API"
   app_free api "$APP_API_METRICS" "the gateway's /metrics"
   app_free worker "$APP_WORKER_METRICS" "the workers' /metrics"
+  # As production runs them: logged in as the application's role, which may
+  # read and write rows but not change the schema (docs/deploy.md#database-roles);
+  # a SECKILL_PG_DSN of your own wins.
+  export SECKILL_PG_DSN=${SECKILL_PG_DSN:-postgres://seckill_app:seckill@127.0.0.1:$PG_PORT/seckill?sslmode=disable}
   # The provider calls this gateway back, wherever it listens.
   export SECKILL_CALLBACK_URL=${SECKILL_CALLBACK_URL:-http://$APP_HTTP_ADDR/v1/payments/callback}
   log "api: starting $APP_BIN api on http://$APP_HTTP_ADDR (log $(logfile api))"

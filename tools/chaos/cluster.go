@@ -173,7 +173,9 @@ func NewCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 // holds the gateways' HTTP ports first, then every process's metrics port.
 func (c *Cluster) addProcs(o ClusterOptions, dsn string, ports []int) {
 	env := []string{
-		"SECKILL_PG_DSN=" + dsn,
+		// As production runs them: as the application's role, which
+		// cannot change the schema (docs/deploy.md#database-roles).
+		"SECKILL_PG_DSN=" + config.StackAppDSN(dsn),
 		"SECKILL_REDIS_DB=" + strconv.Itoa(o.Kind.RedisDB),
 		"SECKILL_TOPIC_ORDER_CREATE=" + o.Kind.topicCreate(),
 		"SECKILL_TOPIC_EVENTS=" + o.Kind.topicEvents(),

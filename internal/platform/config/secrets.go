@@ -294,3 +294,16 @@ func defaultOf(name string) string {
 	f, _ := reflect.TypeFor[Config]().FieldByName(name)
 	return f.Tag.Get("envDefault")
 }
+
+// StackAppDSN is dsn logged in as the local stack's application role
+// instead (seckill_app with the development password, scripts/stack.sh):
+// what the stack's api and workers connect with. A dsn that is not a URL
+// comes back as it is.
+func StackAppDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return dsn
+	}
+	u.User = url.UserPassword("seckill_app", "seckill")
+	return u.String()
+}
