@@ -26,6 +26,14 @@ func TestChartRefusesToRenderWithout(t *testing.T) {
 		{"no Redis", func(v map[string]any) { delete(sub(v, "config"), "SECKILL_REDIS_ADDR") }, "config.SECKILL_REDIS_ADDR or config.SECKILL_REDIS_CLUSTER_ADDRS is required"},
 		{"loopback", func(v map[string]any) { sub(v, "config")["SECKILL_TEMPORAL_ADDR"] = "127.0.0.1:7233" }, "config.SECKILL_TEMPORAL_ADDR=127.0.0.1:7233 points at the pod's own loopback"},
 		{"no DSN", func(v map[string]any) { delete(sub(v, "secrets"), "SECKILL_PG_DSN") }, "secrets.SECKILL_PG_DSN or secrets.dsnSecretRef.name is required"},
+		{"no migrations DSN", func(v map[string]any) { delete(sub(v, "secrets"), "SECKILL_PG_MIGRATE_DSN") }, "secrets.SECKILL_PG_MIGRATE_DSN or secrets.migrateDsnSecretRef.name is required"},
+		{"migrations DSN is the app's", func(v map[string]any) {
+			sub(v, "secrets")["SECKILL_PG_MIGRATE_DSN"] = sub(v, "secrets")["SECKILL_PG_DSN"]
+		}, "secrets.SECKILL_PG_MIGRATE_DSN equals secrets.SECKILL_PG_DSN"},
+		{"existing secret without the migrations DSN", func(v map[string]any) {
+			sub(v, "secrets")["existingSecret"] = "mine"
+			delete(sub(v, "secrets"), "SECKILL_PG_MIGRATE_DSN")
+		}, "secrets.migrateDsnSecretRef.name is required with secrets.existingSecret"},
 		{"secret in config", func(v map[string]any) { sub(v, "config")["SECKILL_ADMIN_TOKEN"] = "x" }, "config.SECKILL_ADMIN_TOKEN is a secret: set it under secrets"},
 		{"env in config", func(v map[string]any) { sub(v, "config")["SECKILL_ENV"] = "development" }, "config.SECKILL_ENV is set by the chart"},
 		{"not a SECKILL_ variable", func(v map[string]any) { sub(v, "config")["PG_DSN"] = "x" }, "config.PG_DSN is not a SECKILL_ variable"},
@@ -63,7 +71,7 @@ func TestChartShipsNoSecret(t *testing.T) {
 		t.Fatalf("render without secrets: %v, want the refusal naming secrets.SECKILL_ID_SECRETS", err)
 	}
 	objs := mustRender(t, minimalValues, func(v map[string]any) {
-		v["secrets"] = map[string]any{"existingSecret": "made-apart"}
+		v["secrets"] = map[string]any{"existingSecret": "made-apart", "migrateDsnSecretRef": map[string]any{"name": "pg-owner", "key": "uri"}}
 	})
 	if s := byKind[corev1.Secret](objs, "Secret"); len(s) != 0 {
 		t.Errorf("with existingSecret the chart still renders Secrets %v", s)
@@ -72,6 +80,46 @@ func TestChartShipsNoSecret(t *testing.T) {
 		ef := p.Spec.Containers[0].EnvFrom
 		if len(ef) != 2 || ef[1].SecretRef == nil || ef[1].SecretRef.Name != "made-apart" {
 			t.Errorf("%s: envFrom %+v, want the Secret made-apart", name, ef)
+		}
+	}
+}
+
+// TestMigrationsRunAsTheOwnerAndTheRestAsTheAppRole: the migrations Job gets
+// the owner's DSN, every other pod the application role's, from values and
+// from Secret references alike.
+func TestMigrationsRunAsTheOwnerAndTheRestAsTheAppRole(t *testing.T) {
+	objs := mustRender(t, minimalValues, nil)
+	for name, sec := range byKind[corev1.Secret](objs, "Secret") {
+		want := "seckill_api:"
+		if strings.HasSuffix(name, "-migrate") {
+			want = "seckill:test-owner-password"
+		}
+		if got := string(sec.Data["SECKILL_PG_DSN"]); !strings.Contains(got, want) {
+			t.Errorf("Secret %s: SECKILL_PG_DSN %q, want the one with %s", name, got, want)
+		}
+	}
+	objs = mustRender(t, minimalValues, func(v map[string]any) {
+		v["secrets"] = map[string]any{"existingSecret": "made-apart",
+			"dsnSecretRef":        map[string]any{"name": "pg-api", "key": "dsn"},
+			"migrateDsnSecretRef": map[string]any{"name": "pg-owner", "key": "uri"}}
+	})
+	pods := podSpecs(objs)
+	if len(pods) < 3 {
+		t.Fatalf("%d pods rendered", len(pods))
+	}
+	for name, p := range pods {
+		want := "pg-api"
+		if strings.Contains(name, "migrate") {
+			want = "pg-owner"
+		}
+		var got string
+		for _, e := range p.Spec.Containers[0].Env {
+			if e.Name == "SECKILL_PG_DSN" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				got = e.ValueFrom.SecretKeyRef.Name
+			}
+		}
+		if got != want {
+			t.Errorf("%s: SECKILL_PG_DSN from Secret %q, want %q", name, got, want)
 		}
 	}
 }

@@ -69,7 +69,18 @@ SECKILL_PG_DSN: {{ $s.SECKILL_PG_DSN | toString | b64enc | quote }}
 {{- end }}
 {{- end -}}
 
-{{/* envFrom and env of every seckill container; cm is the ConfigMap's name. */}}
+{{/* The migrations Job's Secret: the same secrets, SECKILL_PG_DSN the owner's (unless migrateDsnSecretRef names it). */}}
+{{- define "seckill.migrateSecretData" -}}
+{{- $s := .Values.secrets -}}
+{{- range $k := splitList " " (include "seckill.secretKeys" .) }}
+{{ $k }}: {{ index $s $k | toString | b64enc | quote }}
+{{- end }}
+{{- if not $s.migrateDsnSecretRef.name }}
+SECKILL_PG_DSN: {{ $s.SECKILL_PG_MIGRATE_DSN | toString | b64enc | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* envFrom and env of every seckill container; cm is the ConfigMap's name, dsnRef (optional) the secretKeyRef of SECKILL_PG_DSN instead of secrets.dsnSecretRef. */}}
 {{- define "seckill.env" -}}
 envFrom:
   - configMapRef:
@@ -77,6 +88,7 @@ envFrom:
   - secretRef:
       name: {{ .secret }}
 {{- $ref := .root.Values.secrets.dsnSecretRef }}
+{{- if hasKey . "dsnRef" }}{{ $ref = .dsnRef }}{{ end }}
 {{- if or $ref.name .extra }}
 env:
 {{- if $ref.name }}

@@ -35,6 +35,18 @@ in two. configmap.yaml includes it, so no render gets past it.
 {{- fail "seckill: secrets.SECKILL_PG_DSN or secrets.dsnSecretRef.name is required (or secrets.existingSecret; docs/deploy.md#secrets)" -}}
 {{- end -}}
 {{- end -}}
+{{- if and $v.secrets.existingSecret (not $v.secrets.migrateDsnSecretRef.name) -}}
+{{- fail "seckill: secrets.migrateDsnSecretRef.name is required with secrets.existingSecret: the migrations run as the schema's owner, the gateway and the workers as a role in seckill_app (docs/deploy.md#database-roles)" -}}
+{{- end -}}
+{{- if and (not $v.secrets.SECKILL_PG_MIGRATE_DSN) (not $v.secrets.migrateDsnSecretRef.name) -}}
+{{- fail "seckill: secrets.SECKILL_PG_MIGRATE_DSN or secrets.migrateDsnSecretRef.name is required: the migrations run as the schema's owner, the gateway and the workers as a role in seckill_app (docs/deploy.md#database-roles)" -}}
+{{- end -}}
+{{- if and $v.secrets.SECKILL_PG_DSN (eq $v.secrets.SECKILL_PG_DSN $v.secrets.SECKILL_PG_MIGRATE_DSN) -}}
+{{- fail "seckill: secrets.SECKILL_PG_MIGRATE_DSN equals secrets.SECKILL_PG_DSN: the gateway and the workers refuse the schema's owner in production (docs/deploy.md#database-roles)" -}}
+{{- end -}}
+{{- if and $v.secrets.dsnSecretRef.name (eq $v.secrets.dsnSecretRef.name $v.secrets.migrateDsnSecretRef.name) (eq $v.secrets.dsnSecretRef.key $v.secrets.migrateDsnSecretRef.key) -}}
+{{- fail "seckill: secrets.migrateDsnSecretRef names the same key as secrets.dsnSecretRef: the gateway and the workers refuse the schema's owner in production (docs/deploy.md#database-roles)" -}}
+{{- end -}}
 {{- $all := splitList " " (include "seckill.allParts" .) -}}
 {{- $seen := dict -}}
 {{- range $name, $w := $v.workers -}}
