@@ -97,3 +97,16 @@ func installOnce(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	})
 }
+
+// InstallFailpoints puts the order transaction's inner failpoints into the
+// database at dsn, connected as its owner: the processes under test log in
+// as the application role, which may not create functions or triggers
+// (docs/deploy.md#database-roles), and find them there.
+func InstallFailpoints(ctx context.Context, dsn string) error {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return installOnce(ctx, pool)
+}

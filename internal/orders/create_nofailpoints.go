@@ -19,3 +19,6 @@ func (s *Store) createStatement(_ context.Context, failAt string) (string, []any
 
 // prepareFailpoints has nothing to prepare in a build without failpoints.
 func (s *Store) prepareFailpoints(context.Context, []string) error { return nil }
+
+// InstallFailpoints has nothing to install in a build without failpoints.
+func InstallFailpoints(context.Context, string) error { return nil }

@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/internal/orders"
 	"github.com/seckill/seckill/internal/platform/auth"
 	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/internal/platform/pg"
@@ -360,6 +361,11 @@ func createDatabase(ctx context.Context, adminDSN string) (string, func(), error
 	if _, err := migrations.Up(ctx, dsn); err != nil {
 		drop()
 		return "", nil, fmt.Errorf("migrate %s: %w", name, err)
+	}
+	// As the owner: the processes run as the application role.
+	if err := orders.InstallFailpoints(ctx, dsn); err != nil {
+		drop()
+		return "", nil, fmt.Errorf("failpoints in %s: %w", name, err)
 	}
 	return dsn, drop, nil
 }
