@@ -26,6 +26,12 @@ func TestChartRefusesToRenderWithout(t *testing.T) {
 		{"no Redis", func(v map[string]any) { delete(sub(v, "config"), "SECKILL_REDIS_ADDR") }, "config.SECKILL_REDIS_ADDR or config.SECKILL_REDIS_CLUSTER_ADDRS is required"},
 		{"loopback", func(v map[string]any) { sub(v, "config")["SECKILL_TEMPORAL_ADDR"] = "127.0.0.1:7233" }, "config.SECKILL_TEMPORAL_ADDR=127.0.0.1:7233 points at the pod's own loopback"},
 		{"no DSN", func(v map[string]any) { delete(sub(v, "secrets"), "SECKILL_PG_DSN") }, "secrets.SECKILL_PG_DSN or secrets.dsnSecretRef.name is required"},
+		{"Redis in plain text", func(v map[string]any) { sub(v, "config")["SECKILL_REDIS_TLS"] = "false" }, "config.SECKILL_REDIS_TLS must be"},
+		{"no Temporal credential", func(v map[string]any) { delete(v, "temporal") }, "temporal.apiKeySecretRef.name or temporal.tlsSecretName is required"},
+		{"Temporal files beside the mounted ones", func(v map[string]any) {
+			v["temporal"] = map[string]any{"tlsSecretName": "client-cert"}
+			sub(v, "config")["SECKILL_TEMPORAL_CERT_FILE"] = "/x.crt"
+		}, "config.SECKILL_TEMPORAL_CERT_FILE is set by temporal.tlsSecretName"},
 		{"no migrations DSN", func(v map[string]any) { delete(sub(v, "secrets"), "SECKILL_PG_MIGRATE_DSN") }, "secrets.SECKILL_PG_MIGRATE_DSN or secrets.migrateDsnSecretRef.name is required"},
 		{"migrations DSN is the app's", func(v map[string]any) {
 			sub(v, "secrets")["SECKILL_PG_MIGRATE_DSN"] = sub(v, "secrets")["SECKILL_PG_DSN"]
@@ -120,6 +126,37 @@ func TestMigrationsRunAsTheOwnerAndTheRestAsTheAppRole(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%s: SECKILL_PG_DSN from Secret %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestTemporalCredentialsReachEveryPod: the API key comes from its Secret's
+// key into every pod; a client certificate's Secret is mounted in every pod
+// and the ConfigMaps point the file variables at it.
+func TestTemporalCredentialsReachEveryPod(t *testing.T) {
+	for name, p := range podSpecs(mustRender(t, minimalValues, nil)) {
+		var got string
+		for _, e := range p.Spec.Containers[0].Env {
+			if e.Name == "SECKILL_TEMPORAL_API_KEY" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				got = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+			}
+		}
+		if got != "temporal-api-key/api-key" {
+			t.Errorf("%s: SECKILL_TEMPORAL_API_KEY from %q, want temporal-api-key/api-key", name, got)
+		}
+	}
+	objs := mustRender(t, minimalValues, func(v map[string]any) { v["temporal"] = map[string]any{"tlsSecretName": "client-cert"} })
+	for name, p := range podSpecs(objs) {
+		vols, mounts := p.Spec.Volumes, p.Spec.Containers[0].VolumeMounts
+		if len(vols) != 1 || vols[0].Secret == nil || vols[0].Secret.SecretName != "client-cert" ||
+			len(mounts) != 1 || mounts[0].Name != vols[0].Name || mounts[0].MountPath != "/etc/seckill/temporal-tls" {
+			t.Errorf("%s: volumes %+v, mounts %+v; want client-cert at /etc/seckill/temporal-tls", name, vols, mounts)
+		}
+	}
+	for name, cm := range byKind[corev1.ConfigMap](objs, "ConfigMap") {
+		if cm.Data["SECKILL_TEMPORAL_TLS"] != "true" || cm.Data["SECKILL_TEMPORAL_CERT_FILE"] != "/etc/seckill/temporal-tls/tls.crt" ||
+			cm.Data["SECKILL_TEMPORAL_KEY_FILE"] != "/etc/seckill/temporal-tls/tls.key" || cm.Data["SECKILL_REDIS_TLS"] != "true" {
+			t.Errorf("ConfigMap %s: %v", name, cm.Data)
 		}
 	}
 }

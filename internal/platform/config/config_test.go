@@ -123,10 +123,12 @@ func TestIDKeysKeepOldVersions(t *testing.T) {
 func safeTransport(t *testing.T) {
 	t.Helper()
 	for n, v := range map[string]string{
-		"SECKILL_PG_DSN":         "postgres://seckill:" + strings.Repeat("6f", 16) + "@db.internal:5432/seckill?sslmode=verify-full",
-		"SECKILL_PAYSIM_URL":     "https://psp.example.com",
-		"SECKILL_CALLBACK_URL":   "https://shop.example.com/v1/payments/callback",
-		"SECKILL_REDIS_PASSWORD": strings.Repeat("8c", 16),
+		"SECKILL_PG_DSN":           "postgres://seckill:" + strings.Repeat("6f", 16) + "@db.internal:5432/seckill?sslmode=verify-full",
+		"SECKILL_PAYSIM_URL":       "https://psp.example.com",
+		"SECKILL_CALLBACK_URL":     "https://shop.example.com/v1/payments/callback",
+		"SECKILL_REDIS_PASSWORD":   strings.Repeat("8c", 16),
+		"SECKILL_REDIS_TLS":        "true",
+		"SECKILL_TEMPORAL_API_KEY": "temporal-api-key-of-the-test",
 	} {
 		t.Setenv(n, v)
 	}
@@ -217,6 +219,8 @@ func TestProductionRefusesUnsafeSettings(t *testing.T) {
 		{"SECKILL_CALLBACK_URL", "https:///no-host", "https://"},
 		{"SECKILL_REDIS_PASSWORD", "", "must be set in production"},
 		{"SECKILL_REDIS_PASSWORD", "  ", "must be set in production"},
+		{"SECKILL_REDIS_TLS", "false", "TLS to Redis"},
+		{"SECKILL_TEMPORAL_API_KEY", "", "authenticates to Temporal"},
 		{"SECKILL_RATE_LIMIT_USER", "0", "switches the limit off"},
 		{"SECKILL_RATE_LIMIT_IP", "0", "switches the limit off"},
 		{"SECKILL_RATE_LIMIT_READ", "0", "switches the limit off"},
@@ -313,5 +317,35 @@ func TestProductionCapsTokenLifetime(t *testing.T) {
 	c.AuthMaxTTL = ProductionMaxTokenTTL
 	if err := c.validateSecrets(); err != nil {
 		t.Fatalf("production with 24h: %v", err)
+	}
+}
+
+// A client certificate over TLS authenticates to Temporal as well as an API
+// key; without SECKILL_TEMPORAL_TLS the certificate would never be sent, so
+// it is refused.
+func TestProductionAcceptsATemporalClientCertificate(t *testing.T) {
+	own := map[string]string{
+		"SECKILL_ID_SECRETS":          "1:" + strings.Repeat("1a", 32),
+		"SECKILL_AUTH_SECRETS":        "1:" + strings.Repeat("2b", 32),
+		"SECKILL_ADMIN_TOKEN":         strings.Repeat("3c", 32),
+		"SECKILL_PAYSIM_SECRET":       strings.Repeat("4d", 32),
+		"SECKILL_PAYSIM_MERCHANT_KEY": strings.Repeat("5e", 8),
+		"SECKILL_PAYLOAD_SECRETS":     "1:" + strings.Repeat("6f", 32),
+	}
+	for n, v := range own {
+		t.Setenv(n, v)
+	}
+	safeTransport(t)
+	t.Setenv("SECKILL_ENV", "production")
+	t.Setenv("SECKILL_TEMPORAL_API_KEY", "")
+	t.Setenv("SECKILL_TEMPORAL_CERT_FILE", "/etc/seckill/temporal/tls.crt")
+	t.Setenv("SECKILL_TEMPORAL_KEY_FILE", "/etc/seckill/temporal/tls.key")
+	var fe *FieldError
+	if _, err := Load(); !errors.As(err, &fe) || !strings.HasPrefix(fe.Var, "SECKILL_TEMPORAL_") {
+		t.Fatalf("a certificate without SECKILL_TEMPORAL_TLS: %v, want the refusal", err)
+	}
+	t.Setenv("SECKILL_TEMPORAL_TLS", "true")
+	if _, err := Load(); err != nil {
+		t.Fatalf("a client certificate over TLS: %v, want accepted", err)
 	}
 }

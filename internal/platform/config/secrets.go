@@ -181,8 +181,9 @@ func versionedKeys(name string, pairs []string, currentName string, current int)
 }
 
 // refuseUnsafe fails, outside development, on the first setting that would
-// leave a connection in plain text, keep the development database password,
-// or switch a rate limit off. Each error names its variable.
+// leave a connection in plain text or without credentials, keep the
+// development database password, or switch a rate limit off. Each error
+// names its variable.
 func (c Config) refuseUnsafe() error {
 	const dsnVar = "SECKILL_PG_DSN"
 	pc, err := pgconn.ParseConfig(c.PostgresDSN)
@@ -206,6 +207,9 @@ func (c Config) refuseUnsafe() error {
 		return &FieldError{Var: dsnVar, Value: "<redacted>",
 			Reason: "allows a plain-text connection: set sslmode=verify-full (or require, verify-ca)"}
 	}
+	if err := c.refusePlainBackends(); err != nil {
+		return err
+	}
 	for _, u := range []struct{ name, v string }{{"SECKILL_PAYSIM_URL", c.PaysimURL}, {"SECKILL_CALLBACK_URL", c.CallbackURL}} {
 		if p, err := url.Parse(u.v); err != nil || p.Scheme != "https" || p.Host == "" {
 			return &FieldError{Var: u.name, Value: u.v, Reason: "must be an https:// URL: payment traffic is never plain text"}
@@ -219,6 +223,23 @@ func (c Config) refuseUnsafe() error {
 		if l.v == 0 {
 			return &FieldError{Var: l.name, Value: "0", Reason: "0 switches the limit off: production keeps every limit on"}
 		}
+	}
+	return nil
+}
+
+// refusePlainBackends fails on a Redis spoken to in plain text and on a
+// Temporal frontend reached without credentials (an API key, or a client
+// certificate over TLS): whoever reaches either could read or rewrite
+// reservations, or signal and terminate sagas.
+func (c Config) refusePlainBackends() error {
+	if !c.RedisTLS {
+		return &FieldError{Var: "SECKILL_REDIS_TLS", Value: "false",
+			Reason: "production speaks TLS to Redis, as to PostgreSQL: set it to true (SECKILL_REDIS_CA_FILE for a private CA)"}
+	}
+	if strings.TrimSpace(c.TemporalAPIKey) == "" && (!c.TemporalTLS || c.TemporalCertFile == "") {
+		return &FieldError{Var: "SECKILL_TEMPORAL_API_KEY",
+			Reason: "production authenticates to Temporal: set an API key, or a client certificate " +
+				"(SECKILL_TEMPORAL_TLS=true with SECKILL_TEMPORAL_CERT_FILE and _KEY_FILE)"}
 	}
 	return nil
 }

@@ -48,6 +48,12 @@ SECKILL_ENV SECKILL_HTTP_ADDR SECKILL_METRICS_ADDR
 SECKILL_ENV: production
 SECKILL_HTTP_ADDR: "0.0.0.0:8080"
 SECKILL_METRICS_ADDR: {{ printf "0.0.0.0:%d" (int .Values.metrics.port) | quote }}
+{{- if .Values.temporal.tlsSecretName }}
+SECKILL_TEMPORAL_TLS: "true"
+SECKILL_TEMPORAL_CA_FILE: /etc/seckill/temporal-tls/ca.crt
+SECKILL_TEMPORAL_CERT_FILE: /etc/seckill/temporal-tls/tls.crt
+SECKILL_TEMPORAL_KEY_FILE: /etc/seckill/temporal-tls/tls.key
+{{- end }}
 {{- with .Values.postgres }}{{ if .sslmode }}
 PGSSLMODE: {{ .sslmode | quote }}
 {{- end }}{{ end }}
@@ -80,7 +86,7 @@ SECKILL_PG_DSN: {{ $s.SECKILL_PG_MIGRATE_DSN | toString | b64enc | quote }}
 {{- end }}
 {{- end -}}
 
-{{/* envFrom and env of every seckill container; cm is the ConfigMap's name, dsnRef (optional) the secretKeyRef of SECKILL_PG_DSN instead of secrets.dsnSecretRef. */}}
+{{/* envFrom, env and volumeMounts of every seckill container; cm is the ConfigMap's name, dsnRef (optional) the secretKeyRef of SECKILL_PG_DSN instead of secrets.dsnSecretRef. */}}
 {{- define "seckill.env" -}}
 envFrom:
   - configMapRef:
@@ -89,7 +95,8 @@ envFrom:
       name: {{ .secret }}
 {{- $ref := .root.Values.secrets.dsnSecretRef }}
 {{- if hasKey . "dsnRef" }}{{ $ref = .dsnRef }}{{ end }}
-{{- if or $ref.name .extra }}
+{{- $key := .root.Values.temporal.apiKeySecretRef }}
+{{- if or $ref.name .extra $key.name }}
 env:
 {{- if $ref.name }}
   - name: SECKILL_PG_DSN
@@ -98,10 +105,23 @@ env:
         name: {{ $ref.name }}
         key: {{ $ref.key }}
 {{- end }}
+{{- if $key.name }}
+  - name: SECKILL_TEMPORAL_API_KEY
+    valueFrom:
+      secretKeyRef:
+        name: {{ $key.name }}
+        key: {{ $key.key }}
+{{- end }}
 {{- range $k, $v := .extra }}
   - name: {{ $k }}
     value: {{ toString $v | quote }}
 {{- end }}
+{{- end }}
+{{- if .root.Values.temporal.tlsSecretName }}
+volumeMounts:
+  - name: temporal-tls
+    mountPath: /etc/seckill/temporal-tls
+    readOnly: true
 {{- end }}
 {{- end -}}
 
@@ -113,6 +133,12 @@ imagePullSecrets:
 {{- end }}
 securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.temporal.tlsSecretName }}
+volumes:
+  - name: temporal-tls
+    secret:
+      secretName: {{ . }}
+{{- end }}
 {{- with .Values.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
