@@ -120,6 +120,18 @@ func TestIDKeysKeepOldVersions(t *testing.T) {
 // error names the variable (never the value).
 // safeTransport sets what production requires besides secrets: TLS to
 // PostgreSQL with a password of its own, https payment URLs.
+// ownSecrets are secrets of a deployment's own, none a development default.
+func ownSecrets() map[string]string {
+	return map[string]string{
+		"SECKILL_ID_SECRETS":          "1:" + strings.Repeat("1a", 32),
+		"SECKILL_AUTH_SECRETS":        "1:" + strings.Repeat("2b", 32),
+		"SECKILL_ADMIN_TOKEN":         strings.Repeat("3c", 32),
+		"SECKILL_PAYSIM_SECRET":       strings.Repeat("4d", 32),
+		"SECKILL_PAYSIM_MERCHANT_KEY": strings.Repeat("5e", 8),
+		"SECKILL_PAYLOAD_SECRETS":     "1:" + strings.Repeat("6f", 32),
+	}
+}
+
 func safeTransport(t *testing.T) {
 	t.Helper()
 	for n, v := range map[string]string{
@@ -137,14 +149,7 @@ func safeTransport(t *testing.T) {
 func TestProductionRefusesDevelopmentSecrets(t *testing.T) {
 	t.Setenv("SECKILL_ENV", "production")
 	safeTransport(t)
-	own := map[string]string{
-		"SECKILL_ID_SECRETS":          "1:" + strings.Repeat("1a", 32),
-		"SECKILL_AUTH_SECRETS":        "1:" + strings.Repeat("2b", 32),
-		"SECKILL_ADMIN_TOKEN":         strings.Repeat("3c", 32),
-		"SECKILL_PAYSIM_SECRET":       strings.Repeat("4d", 32),
-		"SECKILL_PAYSIM_MERCHANT_KEY": strings.Repeat("5e", 8),
-		"SECKILL_PAYLOAD_SECRETS":     "1:" + strings.Repeat("6f", 32),
-	}
+	own := ownSecrets()
 	for name := range own {
 		t.Run(name, func(t *testing.T) {
 			for n, v := range own {
@@ -198,14 +203,7 @@ func TestProductionRefusesDevelopmentSecrets(t *testing.T) {
 // be plain text or keeps the development password, plain-http payment URLs,
 // and a rate limit switched off; development accepts them all.
 func TestProductionRefusesUnsafeSettings(t *testing.T) {
-	own := map[string]string{
-		"SECKILL_ID_SECRETS":          "1:" + strings.Repeat("1a", 32),
-		"SECKILL_AUTH_SECRETS":        "1:" + strings.Repeat("2b", 32),
-		"SECKILL_ADMIN_TOKEN":         strings.Repeat("3c", 32),
-		"SECKILL_PAYSIM_SECRET":       strings.Repeat("4d", 32),
-		"SECKILL_PAYSIM_MERCHANT_KEY": strings.Repeat("5e", 8),
-		"SECKILL_PAYLOAD_SECRETS":     "1:" + strings.Repeat("6f", 32),
-	}
+	own := ownSecrets()
 	pw := strings.Repeat("6f", 16)
 	cases := []struct{ name, v, reason string }{
 		{"SECKILL_PG_DSN", "postgres://seckill:" + pw + "@db:5432/seckill?sslmode=disable", "plain-text"},
@@ -324,14 +322,7 @@ func TestProductionCapsTokenLifetime(t *testing.T) {
 // key; without SECKILL_TEMPORAL_TLS the certificate would never be sent, so
 // it is refused.
 func TestProductionAcceptsATemporalClientCertificate(t *testing.T) {
-	own := map[string]string{
-		"SECKILL_ID_SECRETS":          "1:" + strings.Repeat("1a", 32),
-		"SECKILL_AUTH_SECRETS":        "1:" + strings.Repeat("2b", 32),
-		"SECKILL_ADMIN_TOKEN":         strings.Repeat("3c", 32),
-		"SECKILL_PAYSIM_SECRET":       strings.Repeat("4d", 32),
-		"SECKILL_PAYSIM_MERCHANT_KEY": strings.Repeat("5e", 8),
-		"SECKILL_PAYLOAD_SECRETS":     "1:" + strings.Repeat("6f", 32),
-	}
+	own := ownSecrets()
 	for n, v := range own {
 		t.Setenv(n, v)
 	}
