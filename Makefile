@@ -80,10 +80,10 @@ test-temporal-server: up
 	$(GO) test $(TEST_FLAGS) -tags failpoints -race -p 1 -count=1 -timeout 40m ./e2e
 
 ## test-redis-cluster: the integration packages of `make test` (not e2e, not the crash-point matrix) against
-## a 3-master Redis Cluster on 127.0.0.1:57001-57003 (SECKILL_REDIS=cluster make up starts it beside the stack;
+## a 3-master Redis Cluster on 127.0.0.1:17001-17003 (SECKILL_REDIS=cluster make up starts it beside the stack;
 ## docs/operations.md#redis-cluster). With the stack already up from another checkout: STACK_UP= (then only
 ## `scripts/stack.sh redis-cluster up` runs). TEST_FLAGS=-v lists each test.
-SECKILL_REDIS_CLUSTER_PORTS ?= 57001 57002 57003
+SECKILL_REDIS_CLUSTER_PORTS ?= 17001 17002 17003
 STACK_UP ?= up
 test-redis-cluster: export SECKILL_REDIS = cluster
 test-redis-cluster: export SECKILL_REDIS_CLUSTER_PORTS := $(SECKILL_REDIS_CLUSTER_PORTS)

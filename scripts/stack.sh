@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's local stack of real services, all on 127.0.0.1:
-#   PostgreSQL 15  :55432   (Debian package, own data dir, database/role seckill)
-#   Redis 7        :56379   (Debian package, AOF everysec)
+#   PostgreSQL 15  :15432   (Debian package, own data dir, database/role seckill)
+#   Redis 7        :16379   (Debian package, AOF everysec)
 #   RocketMQ 5.x   :9876 name server, :10911 broker (Maven artifacts, Java 17)
 #   Temporal dev   :7233 frontend, :8233 Web UI (Temporal CLI, SQLite file), or with
 #                  SECKILL_TEMPORAL=server the real Temporal server on PostgreSQL
@@ -9,7 +9,7 @@
 #   paysim         :18090 payment provider simulator (this project's `seckill-dev paysim`)
 #   codec server   :8234 `seckill codec-server`: decrypts Temporal payloads for the Web UI
 #                  (its codec endpoint) and `temporal ... --codec-endpoint`
-#   Redis Cluster  :57001-57003 only with SECKILL_REDIS=cluster: three masters beside
+#   Redis Cluster  :17001-17003 only with SECKILL_REDIS=cluster: three masters beside
 #                  the single Redis (see scripts/stack/redis-cluster.sh)
 #   Prometheus     :19090 only with SECKILL_PROMETHEUS=1 (Debian package; loads
 #                  deploy/prometheus/alerts.yml; see scripts/stack/prometheus.sh)
@@ -25,6 +25,8 @@
 #        scripts/stack.sh redis-cluster up|down|status|drop  (the Redis Cluster alone)
 # SECKILL_TEMPORAL=dev (default) or server picks the Temporal of `up`;
 # SECKILL_TEMPORAL_PORT / SECKILL_TEMPORAL_UI_PORT move it (default 7233 / 8233).
+# Every default port lies below Linux's ephemeral range (32768-60999): a
+# process the chaos tests kill comes back on a port no client socket holds.
 # Data, pids and logs live in .stack/ (ignored by git). `down` stops exactly
 # what `up` started, by pid. `up` is idempotent and installs what is missing.
 set -euo pipefail
@@ -44,10 +46,10 @@ source "$ROOT/scripts/stack/redis-cluster.sh"
 source "$ROOT/scripts/stack/app.sh"
 
 PG_BIN=/usr/lib/postgresql/15/bin
-PG_PORT=${SECKILL_PG_PORT:-55432}
+PG_PORT=${SECKILL_PG_PORT:-15432}
 PG_DATA=$STACK_DIR/data/postgres
 PG_SOCK=$STACK_DIR/run/postgres
-REDIS_PORT=${SECKILL_REDIS_PORT:-56379}
+REDIS_PORT=${SECKILL_REDIS_PORT:-16379}
 TEMPORAL_VERSION=v1.5.1
 TEMPORAL_BIN=$STACK_DIR/bin/temporal
 TEMPORAL_PORT=${SECKILL_TEMPORAL_PORT:-7233}
@@ -113,6 +115,7 @@ postgres_up() {
     log "postgres: already running"
   else
     port_open 127.0.0.1 "$PG_PORT" && fail postgres "$lf" "port $PG_PORT is taken by another process"
+    warn_ephemeral postgres "$PG_PORT"
     log "postgres: starting on 127.0.0.1:$PG_PORT"
     runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$lf" -w -t 60 \
       -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_SOCK -c max_connections=300 -c shared_buffers=512MB -c log_min_messages=warning" \
@@ -150,6 +153,7 @@ redis_up() {
   fi
   port_open 127.0.0.1 "$REDIS_PORT" && fail redis "$(logfile redis)" "port $REDIS_PORT is taken by another process"
   mkdir -p "$STACK_DIR/data/redis"
+  warn_ephemeral redis "$REDIS_PORT"
   log "redis: starting on 127.0.0.1:$REDIS_PORT"
   start_bg redis redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$STACK_DIR/data/redis" \
     --daemonize no --appendonly yes --appendfsync everysec --save "" --maxmemory-policy noeviction

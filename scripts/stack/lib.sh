@@ -71,6 +71,18 @@ stop_pid() {
 # port_open HOST PORT: true when something accepts TCP connections there.
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
+# warn_ephemeral NAME PORT: say so when PORT lies in the kernel's range for
+# outgoing connections (net.ipv4.ip_local_port_range): any client socket may
+# hold it, and a restart of NAME then fails with "Address already in use".
+# The stack's defaults all lie below it.
+warn_ephemeral() {
+  local lo hi
+  read -r lo hi < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || return 0
+  if [ "$2" -ge "$lo" ] && [ "$2" -le "$hi" ]; then
+    log "warning: $1 port $2 is in the ephemeral range $lo-$hi (an outgoing connection may take it while $1 restarts)"
+  fi
+}
+
 # wait_until NAME TIMEOUT_SECONDS CMD...: poll CMD every 0.2s until it succeeds;
 # fail naming NAME and its log if it does not, or if NAME's process died.
 wait_until() {

@@ -8,10 +8,9 @@
 #   redis_cluster_up      only when SECKILL_REDIS=cluster (`make up`) or asked
 #                         for (`scripts/stack.sh redis-cluster up`): start one
 #                         redis-server per port of $REDIS_CLUSTER_PORTS
-#                         (default 57001 57002 57003, SECKILL_REDIS_CLUSTER_PORTS
+#                         (default 17001 17002 17003, SECKILL_REDIS_CLUSTER_PORTS
 #                         moves them), each with cluster-enabled yes, its
-#                         cluster bus on port-10000 (the default port+10000
-#                         would pass 65535), AOF
+#                         cluster bus on port+10000, AOF
 #                         everysec like the single Redis, data and nodes.conf
 #                         in .stack/data/redis-cluster/<port>; then, if the
 #                         nodes are not a cluster yet, `redis-cli --cluster
@@ -25,7 +24,7 @@
 # A node's data is kept across down/up; `scripts/stack.sh redis-cluster drop`
 # deletes it (the next up creates a new cluster).
 
-REDIS_CLUSTER_PORTS=${SECKILL_REDIS_CLUSTER_PORTS:-57001 57002 57003}
+REDIS_CLUSTER_PORTS=${SECKILL_REDIS_CLUSTER_PORTS:-17001 17002 17003}
 REDIS_CLUSTER_PORTS=${REDIS_CLUSTER_PORTS//,/ }
 REDIS_CLUSTER_DIR=$STACK_DIR/data/redis-cluster
 
@@ -49,11 +48,12 @@ redis_cluster_node_up() {
     log "redis-cluster: node :$port already running"; return
   fi
   port_open 127.0.0.1 "$port" && fail "$name" "$(logfile "$name")" "port $port is taken by another process"
-  port_open 127.0.0.1 "$((port - 10000))" && fail "$name" "$(logfile "$name")" "port $((port - 10000)) (its cluster bus) is taken by another process"
+  port_open 127.0.0.1 "$((port + 10000))" && fail "$name" "$(logfile "$name")" "port $((port + 10000)) (its cluster bus) is taken by another process"
   mkdir -p "$dir"
+  warn_ephemeral "$name" "$port"; warn_ephemeral "$name bus" "$((port + 10000))"
   log "redis-cluster: starting node on 127.0.0.1:$port"
   start_bg "$name" redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
-    --cluster-enabled yes --cluster-port "$((port - 10000))" --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
+    --cluster-enabled yes --cluster-port "$((port + 10000))" --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
     --daemonize no --appendonly yes --appendfsync everysec --save "" --maxmemory-policy noeviction
   wait_until "$name" 30 sh -c "redis-cli -p $port ping | grep -q PONG"
 }

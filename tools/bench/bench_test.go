@@ -105,9 +105,9 @@ func TestReserveCallArgsMatchKeyLayout(t *testing.T) {
 }
 
 func TestRedisBenchmarkArgv(t *testing.T) {
-	b := RedisBenchmark{Path: "redis-benchmark", Host: "127.0.0.1", Port: 56379, Clients: 50, Requests: 1000, KeySpace: MaxKeySpace}
+	b := RedisBenchmark{Path: "redis-benchmark", Host: "127.0.0.1", Port: 16379, Clients: 50, Requests: 1000, KeySpace: MaxKeySpace}
 	got := strings.Join(b.Argv([]string{"PING"}), " ")
-	want := "redis-benchmark -h 127.0.0.1 -p 56379 -c 50 -n 1000 -r 2000000000 --csv PING"
+	want := "redis-benchmark -h 127.0.0.1 -p 16379 -c 50 -n 1000 -r 2000000000 --csv PING"
 	if got != want {
 		t.Fatalf("argv = %q, want %q", got, want)
 	}
@@ -203,7 +203,7 @@ func TestStatusText(t *testing.T) {
 // The benches load only this machine: every store and broker address, and
 // any other the bench names, must be a loopback one.
 func TestLoopbackGuard(t *testing.T) {
-	cfg := config.Config{RedisAddr: "127.0.0.1:56379", RocketMQNameServers: []string{"127.0.0.1:9876"}}
+	cfg := config.Config{RedisAddr: "127.0.0.1:16379", RocketMQNameServers: []string{"127.0.0.1:9876"}}
 	if err := loopbackAll(cfg, "SECKILL_TEMPORAL_ADDR", "localhost:7233"); err != nil {
 		t.Fatal(err)
 	}

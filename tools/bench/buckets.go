@@ -225,7 +225,7 @@ func driveBuckets(ctx context.Context, res *reservation.Reserver, activityID int
 }
 
 // redisServerTicks is the CPU ticks of every redis-server process on this
-// machine, by the address in its process title ("redis-server 127.0.0.1:57001 [cluster]").
+// machine, by the address in its process title ("redis-server 127.0.0.1:17001 [cluster]").
 func redisServerTicks() map[string]uint64 {
 	out := map[string]uint64{}
 	for pid, p := range ReadProcTicks() {

@@ -132,10 +132,10 @@ func TestParsePGBenchLog(t *testing.T) {
 }
 
 func TestPGBenchArgv(t *testing.T) {
-	a := PGBenchArgs{Path: "pgbench", Host: "127.0.0.1", Port: 55432, User: "seckill", Database: "seckill_bench_x",
+	a := PGBenchArgs{Path: "pgbench", Host: "127.0.0.1", Port: 15432, User: "seckill", Database: "seckill_bench_x",
 		Clients: 8, Threads: 2, Duration: 19500 * time.Millisecond, Script: "order.sql", LogPrefix: "/tmp/x/log"}
 	got := strings.Join(a.Argv(), " ")
-	want := "pgbench -n -M prepared -c 8 -j 2 -T 20 -f order.sql -h 127.0.0.1 -p 55432 -U seckill -l --log-prefix=/tmp/x/log seckill_bench_x"
+	want := "pgbench -n -M prepared -c 8 -j 2 -T 20 -f order.sql -h 127.0.0.1 -p 15432 -U seckill -l --log-prefix=/tmp/x/log seckill_bench_x"
 	if got != want {
 		t.Fatalf("argv\n got %s\nwant %s", got, want)
 	}

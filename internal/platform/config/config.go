@@ -23,12 +23,12 @@ type Config struct {
 	// stack and the tests set SECKILL_ENV=development).
 	Env string `env:"SECKILL_ENV" envDefault:"production"`
 
-	PostgresDSN string `env:"SECKILL_PG_DSN" envDefault:"postgres://seckill:seckill@127.0.0.1:55432/seckill?sslmode=disable"`
+	PostgresDSN string `env:"SECKILL_PG_DSN" envDefault:"postgres://seckill:seckill@127.0.0.1:15432/seckill?sslmode=disable"`
 	PGMaxConns  int32  `env:"SECKILL_PG_MAX_CONNS" envDefault:"16"`
 
-	RedisAddr string `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:56379"`
+	RedisAddr string `env:"SECKILL_REDIS_ADDR" envDefault:"127.0.0.1:16379"`
 	// RedisClusterAddrs are seed addresses of a Redis Cluster (host:port,
-	// comma-separated, e.g. 127.0.0.1:57001,127.0.0.1:57002,127.0.0.1:57003;
+	// comma-separated, e.g. 127.0.0.1:17001,127.0.0.1:17002,127.0.0.1:17003;
 	// `scripts/stack.sh redis-cluster up` starts one). Set, every process
 	// uses the cluster (go-redis cluster client) and SECKILL_REDIS_ADDR is
 	// not used; empty (the default), the single Redis at SECKILL_REDIS_ADDR.

@@ -13,7 +13,7 @@ func TestDefaultsAreValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	if c.RedisAddr != "127.0.0.1:56379" || c.TemporalAddress != "127.0.0.1:7233" {
+	if c.RedisAddr != "127.0.0.1:16379" || c.TemporalAddress != "127.0.0.1:7233" {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 }
@@ -35,8 +35,8 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		{"unknown payload key version", "SECKILL_PAYLOAD_KEY_VERSION", "2", "SECKILL_PAYLOAD_KEY_VERSION"},
 		{"unknown key version", "SECKILL_ID_KEY_VERSION", "9", "SECKILL_ID_KEY_VERSION"},
 		{"bad log level", "SECKILL_LOG_LEVEL", "loud", "SECKILL_LOG_LEVEL"},
-		{"cluster seed without port", "SECKILL_REDIS_CLUSTER_ADDRS", "127.0.0.1:57001,127.0.0.1", "SECKILL_REDIS_CLUSTER_ADDRS"},
-		{"empty cluster seed", "SECKILL_REDIS_CLUSTER_ADDRS", "127.0.0.1:57001,,127.0.0.1:57003", "SECKILL_REDIS_CLUSTER_ADDRS"},
+		{"cluster seed without port", "SECKILL_REDIS_CLUSTER_ADDRS", "127.0.0.1:17001,127.0.0.1", "SECKILL_REDIS_CLUSTER_ADDRS"},
+		{"empty cluster seed", "SECKILL_REDIS_CLUSTER_ADDRS", "127.0.0.1:17001,,127.0.0.1:17003", "SECKILL_REDIS_CLUSTER_ADDRS"},
 		{"deployment name with a colon", "SECKILL_WORKER_DEPLOYMENT", "seckill:prod", "SECKILL_WORKER_DEPLOYMENT"},
 		{"task queue with a dot as the deployment name", "SECKILL_TEMPORAL_TASK_QUEUE", "seckill.saga", "SECKILL_TEMPORAL_TASK_QUEUE"},
 		{"unknown set-current rule", "SECKILL_WORKER_SET_CURRENT", "always", "SECKILL_WORKER_SET_CURRENT"},
@@ -79,7 +79,7 @@ func TestTemporalClientCertificateNeedsItsKey(t *testing.T) {
 // A cluster has only database 0: SECKILL_REDIS_DB must stay 0 with it.
 func TestRedisClusterRefusesADatabase(t *testing.T) {
 	t.Setenv("SECKILL_ENV", "development")
-	t.Setenv("SECKILL_REDIS_CLUSTER_ADDRS", "127.0.0.1:57001, 127.0.0.1:57002")
+	t.Setenv("SECKILL_REDIS_CLUSTER_ADDRS", "127.0.0.1:17001, 127.0.0.1:17002")
 	t.Setenv("SECKILL_REDIS_DB", "7")
 	_, err := Load()
 	var fe *FieldError
