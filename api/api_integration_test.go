@@ -73,7 +73,7 @@ func newStackWith(t *testing.T, o stackOptions) *stack {
 	if rdb == nil {
 		rdb = testenv.Redis(t, cfg)
 	}
-	prod, err := mq.NewProducer(cfg.RocketMQNameServers, fmt.Sprintf("seckill-api-test-%x", testenv.RandomUint64()),
+	prod, err := mq.NewProducer(mq.EndpointOf(cfg), fmt.Sprintf("seckill-api-test-%x", testenv.RandomUint64()),
 		mq.WithSendTimeout(cfg.MQSendTimeout))
 	if err != nil {
 		t.Fatal(err)

@@ -140,7 +140,7 @@ func Open(ctx context.Context, cfg config.Config, producerGroup string, withTemp
 		c.Close()
 		return nil, err
 	}
-	if c.Producer, err = mq.NewProducer(cfg.RocketMQNameServers, producerGroup, mq.WithSendTimeout(cfg.MQSendTimeout)); err != nil {
+	if c.Producer, err = mq.NewProducer(mq.EndpointOf(cfg), producerGroup, mq.WithSendTimeout(cfg.MQSendTimeout)); err != nil {
 		c.Close()
 		return nil, err
 	}

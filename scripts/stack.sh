@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's local stack of real services, all on 127.0.0.1:
 #   PostgreSQL 15  :15432   (Debian package, own data dir, database/role seckill)
-#   Redis 7        :16379   (Debian package, AOF everysec)
+#   Redis 7        :16379   (Debian package, AOF everysec, requirepass: the
+#                            development SECKILL_REDIS_PASSWORD)
 #   RocketMQ 5.x   :9876 name server, :10911 broker (Maven artifacts, Java 17)
 #   Temporal dev   :7233 frontend, :8233 Web UI (Temporal CLI, SQLite file), or with
 #                  SECKILL_TEMPORAL=server the real Temporal server on PostgreSQL
@@ -50,6 +51,11 @@ PG_PORT=${SECKILL_PG_PORT:-15432}
 PG_DATA=$STACK_DIR/data/postgres
 PG_SOCK=$STACK_DIR/run/postgres
 REDIS_PORT=${SECKILL_REDIS_PORT:-16379}
+# Every Redis of the stack asks for this password (requirepass), the
+# development default of SECKILL_REDIS_PASSWORD (internal/platform/config);
+# redis-cli reads it from REDISCLI_AUTH.
+REDIS_PASSWORD=${SECKILL_REDIS_PASSWORD:-dev-redis-password-change-me}
+export REDISCLI_AUTH=$REDIS_PASSWORD
 TEMPORAL_VERSION=v1.5.1
 TEMPORAL_BIN=$STACK_DIR/bin/temporal
 TEMPORAL_PORT=${SECKILL_TEMPORAL_PORT:-7233}
@@ -147,6 +153,16 @@ postgres_down() {
 }
 
 # ---------- Redis ----------
+# redis_auth_conf: the path of a config file (mode 0600) that sets the
+# stack's password for clients and, in a cluster, for replication, so the
+# password is not on any command line.
+redis_auth_conf() {
+  local f="$STACK_DIR/run/redis-auth.conf"
+  mkdir -p "$STACK_DIR/run"
+  (umask 077; printf 'requirepass "%s"\nmasterauth "%s"\n' "$REDIS_PASSWORD" "$REDIS_PASSWORD" >"$f")
+  echo "$f"
+}
+
 redis_up() {
   if running redis && redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then
     log "redis: already running"; return
@@ -155,7 +171,7 @@ redis_up() {
   mkdir -p "$STACK_DIR/data/redis"
   warn_ephemeral redis "$REDIS_PORT"
   log "redis: starting on 127.0.0.1:$REDIS_PORT"
-  start_bg redis redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$STACK_DIR/data/redis" \
+  start_bg redis redis-server "$(redis_auth_conf)" --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$STACK_DIR/data/redis" \
     --daemonize no --appendonly yes --appendfsync everysec --save "" --maxmemory-policy noeviction
   wait_until redis 30 sh -c "redis-cli -p $REDIS_PORT ping | grep -q PONG"
 }
@@ -235,7 +251,7 @@ codec_healthy() { curl -fsS -o /dev/null -X POST -d '{"payloads":[]}' "http://$C
 print_addresses() {
   cat <<TXT
 PostgreSQL   postgres://seckill:seckill@127.0.0.1:$PG_PORT/seckill?sslmode=disable
-Redis        redis://127.0.0.1:$REDIS_PORT
+Redis        redis://127.0.0.1:$REDIS_PORT (password: SECKILL_REDIS_PASSWORD's development default; redis-cli: export REDISCLI_AUTH=$REDIS_PASSWORD)
 RocketMQ     name server 127.0.0.1:9876, broker 127.0.0.1:10911
 Temporal     127.0.0.1:$TEMPORAL_PORT (namespace default; $(temporal_what))
 Temporal UI  http://127.0.0.1:$TEMPORAL_UI_PORT

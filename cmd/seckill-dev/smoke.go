@@ -125,7 +125,7 @@ func smokeRedis(ctx context.Context, cfg config.Config) (string, error) {
 func smokeRocketMQ(ctx context.Context, cfg config.Config) (string, error) {
 	id := uuid.NewString()
 	got := make(chan string, 16)
-	cons, err := mq.NewConsumer(cfg.RocketMQNameServers, "seckill-smoke-"+id[:8], SmokeTopic,
+	cons, err := mq.NewConsumer(mq.EndpointOf(cfg), "seckill-smoke-"+id[:8], SmokeTopic,
 		func(_ context.Context, m mq.Delivered) error {
 			got <- m.ID
 			return nil
@@ -137,7 +137,7 @@ func smokeRocketMQ(ctx context.Context, cfg config.Config) (string, error) {
 		return "", err
 	}
 	defer cons.Close()
-	prod, err := mq.NewProducer(cfg.RocketMQNameServers, "seckill-smoke")
+	prod, err := mq.NewProducer(mq.EndpointOf(cfg), "seckill-smoke")
 	if err != nil {
 		return "", err
 	}

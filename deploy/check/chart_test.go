@@ -28,7 +28,7 @@ const (
 )
 
 // configVars returns every variable config.Config reads, and the secrets
-// among them (fields tagged secret:"dev" or secret:"required").
+// among them (fields tagged secret:"dev").
 func configVars() (known map[string]bool, secrets []string) {
 	known = map[string]bool{}
 	typ := reflect.TypeOf(config.Config{})

@@ -32,6 +32,10 @@ func TestChartRefusesToRenderWithout(t *testing.T) {
 			v["temporal"] = map[string]any{"tlsSecretName": "client-cert"}
 			sub(v, "config")["SECKILL_TEMPORAL_CERT_FILE"] = "/x.crt"
 		}, "config.SECKILL_TEMPORAL_CERT_FILE is set by temporal.tlsSecretName"},
+		{"Redis CA twice", func(v map[string]any) {
+			v["redis"] = map[string]any{"caSecretName": "redis-ca"}
+			sub(v, "config")["SECKILL_REDIS_CA_FILE"] = "/x/ca.crt"
+		}, "config.SECKILL_REDIS_CA_FILE is set by redis.caSecretName"},
 		{"no migrations DSN", func(v map[string]any) { delete(sub(v, "secrets"), "SECKILL_PG_MIGRATE_DSN") }, "secrets.SECKILL_PG_MIGRATE_DSN or secrets.migrateDsnSecretRef.name is required"},
 		{"migrations DSN is the app's", func(v map[string]any) {
 			sub(v, "secrets")["SECKILL_PG_MIGRATE_DSN"] = sub(v, "secrets")["SECKILL_PG_DSN"]
@@ -51,7 +55,7 @@ func TestChartRefusesToRenderWithout(t *testing.T) {
 		}, "worker part outbox is in both workers."},
 		{"part in no group", func(v map[string]any) { v["workers"] = map[string]any{"saga": nil} }, "worker part saga runs in no group of workers"},
 	}
-	for _, k := range []string{"SECKILL_ID_SECRETS", "SECKILL_AUTH_SECRETS", "SECKILL_ADMIN_TOKEN", "SECKILL_PAYSIM_SECRET", "SECKILL_PAYSIM_MERCHANT_KEY", "SECKILL_PAYLOAD_SECRETS", "SECKILL_REDIS_PASSWORD"} {
+	for _, k := range []string{"SECKILL_ID_SECRETS", "SECKILL_AUTH_SECRETS", "SECKILL_ADMIN_TOKEN", "SECKILL_PAYSIM_SECRET", "SECKILL_PAYSIM_MERCHANT_KEY", "SECKILL_PAYLOAD_SECRETS", "SECKILL_REDIS_PASSWORD", "SECKILL_ROCKETMQ_SECRET_KEY"} {
 		cases = append(cases, struct {
 			name string
 			edit func(v map[string]any)
@@ -157,6 +161,37 @@ func TestTemporalCredentialsReachEveryPod(t *testing.T) {
 		if cm.Data["SECKILL_TEMPORAL_TLS"] != "true" || cm.Data["SECKILL_TEMPORAL_CERT_FILE"] != "/etc/seckill/temporal-tls/tls.crt" ||
 			cm.Data["SECKILL_TEMPORAL_KEY_FILE"] != "/etc/seckill/temporal-tls/tls.key" || cm.Data["SECKILL_REDIS_TLS"] != "true" {
 			t.Errorf("ConfigMap %s: %v", name, cm.Data)
+		}
+	}
+}
+
+// redis.caSecretName mounts the Redis CA in every pod, beside the Temporal
+// client certificate, and points SECKILL_REDIS_CA_FILE at it.
+func TestTheRedisCAIsMountedAndNamed(t *testing.T) {
+	objs := mustRender(t, minimalValues, func(v map[string]any) {
+		v["redis"] = map[string]any{"caSecretName": "redis-ca-cert"}
+		v["temporal"] = map[string]any{"tlsSecretName": "client-cert"}
+	})
+	for name, p := range podSpecs(objs) {
+		vols, mounts := p.Spec.Volumes, p.Spec.Containers[0].VolumeMounts
+		got := map[string]string{}
+		for _, vol := range vols {
+			if vol.Secret != nil {
+				got[vol.Name] = vol.Secret.SecretName
+			}
+		}
+		at := map[string]string{}
+		for _, m := range mounts {
+			at[m.Name] = m.MountPath
+		}
+		if got["redis-ca"] != "redis-ca-cert" || got["temporal-tls"] != "client-cert" ||
+			at["redis-ca"] != "/etc/seckill/redis-ca" || at["temporal-tls"] != "/etc/seckill/temporal-tls" {
+			t.Errorf("%s: volumes %v, mounts %v", name, got, at)
+		}
+	}
+	for name, cm := range byKind[corev1.ConfigMap](objs, "ConfigMap") {
+		if cm.Data["SECKILL_REDIS_CA_FILE"] != "/etc/seckill/redis-ca/ca.crt" {
+			t.Errorf("ConfigMap %s: SECKILL_REDIS_CA_FILE = %q", name, cm.Data["SECKILL_REDIS_CA_FILE"])
 		}
 	}
 }

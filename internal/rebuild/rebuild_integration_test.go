@@ -49,7 +49,7 @@ func lossyRedis(t *testing.T, cfg config.Config, sku lua.SKU) (redis.UniversalCl
 		t.Cleanup(func() { _ = lose() })
 		return rdb, lose
 	}
-	rdb, err := redisx.OpenDB(ctx, cfg.RedisAddr, redisDB, 16)
+	rdb, err := redisx.OpenDB(ctx, cfg, redisDB, 16)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func newRig(t *testing.T, stock int, tune ...func(*reservation.Options)) *rig {
 	t.Helper()
 	cfg := testenv.Require(t)
 	rdb := testenv.Redis(t, cfg)
-	prod, err := mq.NewProducer(cfg.RocketMQNameServers, fmt.Sprintf("seckill-test-%x", testenv.RandomUint64()))
+	prod, err := mq.NewProducer(mq.EndpointOf(cfg), fmt.Sprintf("seckill-test-%x", testenv.RandomUint64()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ type collector struct {
 func collect(t *testing.T, cfg config.Config) *collector {
 	t.Helper()
 	c := &collector{seen: map[string]int{}}
-	cons, err := mq.NewConsumer(cfg.RocketMQNameServers, fmt.Sprintf("seckill-test-collect-%x", testenv.RandomUint64()),
+	cons, err := mq.NewConsumer(mq.EndpointOf(cfg), fmt.Sprintf("seckill-test-collect-%x", testenv.RandomUint64()),
 		cfg.TopicOrderCreate, func(_ context.Context, m mq.Delivered) error {
 			c.mu.Lock()
 			c.seen[m.ID]++

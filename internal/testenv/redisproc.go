@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/internal/platform/redisx"
 )
 
@@ -27,8 +28,9 @@ type PrivateRedis struct {
 }
 
 // StartPrivateRedis starts a redis-server on a free loopback port with
-// persistence off and returns it with a client opened as every process
-// opens one (redisx.OpenDB: timeouts, scripts loaded).
+// persistence off and a password of its own (requirepass, like the stack's)
+// and returns it with a client opened as every process opens one
+// (redisx.OpenDB: credentials, timeouts, scripts loaded).
 func StartPrivateRedis(t testing.TB) *PrivateRedis {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
@@ -42,7 +44,12 @@ func StartPrivateRedis(t testing.TB) *PrivateRedis {
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", fmt.Sprint(port), "--dir", dir, // #nosec G204 -- the installed redis-server with this test's own arguments
+	password := fmt.Sprintf("%016x%016x", RandomUint64(), RandomUint64())
+	conf := filepath.Join(dir, "redis.conf") // the password in a file, not on the command line
+	if err := os.WriteFile(conf, []byte("requirepass "+password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, conf, "--bind", "127.0.0.1", "--port", fmt.Sprint(port), "--dir", dir, // #nosec G204 -- the installed redis-server with this test's own arguments
 		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -56,7 +63,7 @@ func StartPrivateRedis(t testing.TB) *PrivateRedis {
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		p.Client, err = redisx.OpenDB(context.Background(), p.Addr, 0, 32)
+		p.Client, err = redisx.OpenDB(context.Background(), config.Config{RedisAddr: p.Addr, RedisPassword: password}, 0, 32)
 		if err == nil {
 			break
 		}

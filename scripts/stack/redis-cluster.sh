@@ -10,7 +10,8 @@
 #                         redis-server per port of $REDIS_CLUSTER_PORTS
 #                         (default 17001 17002 17003, SECKILL_REDIS_CLUSTER_PORTS
 #                         moves them), each with cluster-enabled yes, its
-#                         cluster bus on port+10000, AOF
+#                         cluster bus on port+10000, the stack's Redis
+#                         password (redis_auth_conf), AOF
 #                         everysec like the single Redis, data and nodes.conf
 #                         in .stack/data/redis-cluster/<port>; then, if the
 #                         nodes are not a cluster yet, `redis-cli --cluster
@@ -52,7 +53,7 @@ redis_cluster_node_up() {
   mkdir -p "$dir"
   warn_ephemeral "$name" "$port"; warn_ephemeral "$name bus" "$((port + 10000))"
   log "redis-cluster: starting node on 127.0.0.1:$port"
-  start_bg "$name" redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
+  start_bg "$name" redis-server "$(redis_auth_conf)" --bind 127.0.0.1 --port "$port" --dir "$dir" \
     --cluster-enabled yes --cluster-port "$((port + 10000))" --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
     --daemonize no --appendonly yes --appendfsync everysec --save "" --maxmemory-policy noeviction
   wait_until "$name" 30 sh -c "redis-cli -p $port ping | grep -q PONG"

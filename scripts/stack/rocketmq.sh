@@ -13,6 +13,7 @@
 #   pids/rocketmq-{namesrv,broker}.pid, logs/rocketmq-{namesrv,broker,admin,mvn}.log
 #   data/rocketmq/classpath.txt   resolved classpath (+ .pom.sha256 of the pom it came from)
 #   data/rocketmq/broker.conf     generated from scripts/stack/rocketmq/broker.conf
+#                                 and the ACL user (0600; home/conf/tools.yml too)
 #   data/rocketmq/store/          commit log, consume queues, broker metadata (config/topics.json)
 #   data/rocketmq/home/           ROCKETMQ_HOME and the JVMs' user.home: RocketMQ's own
 #                                 logs go to home/logs/rocketmqlogs/, nothing touches ~/
@@ -23,6 +24,14 @@
 ROCKETMQ_NAMESRV_ADDR=127.0.0.1:9876
 ROCKETMQ_BROKER_ADDR=127.0.0.1:10911
 ROCKETMQ_CLUSTER=DefaultCluster
+# The broker's ACL 2.0 user (a super user, created on the broker's first
+# start with authentication: its password then lives in the store's
+# config/users and a later change here is not applied; drop
+# .stack/data/rocketmq/store/config/users to re-create it). The defaults are
+# SECKILL_ROCKETMQ_ACCESS_KEY's and _SECRET_KEY's development ones
+# (internal/platform/config).
+ROCKETMQ_ACCESS_KEY=${SECKILL_ROCKETMQ_ACCESS_KEY:-seckill}
+ROCKETMQ_SECRET_KEY=${SECKILL_ROCKETMQ_SECRET_KEY:-dev-rocketmq-secret-change-me}
 # The %DLQ%<group> topics are the dead-letter queues of the saga starter's
 # consumer groups (internal/platform/config StarterGroup, the tests' and e2e's groups,
 # workers/deadletter's test group). The broker would create one itself on the
@@ -101,16 +110,28 @@ _rmq_resolve_classpath() {
 
 _rmq_cp() { cat "$(_rmq_dir)/classpath.txt"; }
 
-# _rmq_prepare_conf: write the runtime broker.conf with the store under the stack dir.
+# _rmq_prepare_conf: write the runtime broker.conf with the store under the
+# stack dir and the ACL 2.0 user (authentication on: an unsigned request is
+# refused with NO_PERMISSION; the name server checks nothing), and the
+# tools.yml with which mqadmin signs its requests. Both files hold the secret:
+# mode 0600.
 _rmq_prepare_conf() {
   local d; d=$(_rmq_dir)
-  mkdir -p "$d/home" "$d/store/commitlog"
+  mkdir -p "$d/home/conf" "$d/store/commitlog"
+  (umask 077
   {
     cat "$(_rmq_src)/broker.conf"
     printf '\n# --- added by scripts/stack/rocketmq.sh ---\n'
     printf 'storePathRootDir=%s\n' "$d/store"
     printf 'storePathCommitLog=%s\n' "$d/store/commitlog"
+    printf 'authenticationEnabled=true\n'
+    printf 'authenticationProvider=org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider\n'
+    printf 'authenticationMetadataProvider=org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider\n'
+    printf 'authorizationMetadataProvider=org.apache.rocketmq.auth.authorization.provider.LocalAuthorizationMetadataProvider\n'
+    printf 'initAuthenticationUser={"username":"%s","password":"%s"}\n' "$ROCKETMQ_ACCESS_KEY" "$ROCKETMQ_SECRET_KEY"
+    printf 'innerClientAuthenticationCredentials={"accessKey":"%s","secretKey":"%s"}\n' "$ROCKETMQ_ACCESS_KEY" "$ROCKETMQ_SECRET_KEY"
   } >"$d/broker.conf"
+  printf 'accessKey: %s\nsecretKey: %s\n' "$ROCKETMQ_ACCESS_KEY" "$ROCKETMQ_SECRET_KEY" >"$d/home/conf/tools.yml")
 }
 
 # _rmq_admin ARGS...: run mqadmin (org.apache.rocketmq.tools.command.MQAdminStartup)

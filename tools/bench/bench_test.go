@@ -105,9 +105,9 @@ func TestReserveCallArgsMatchKeyLayout(t *testing.T) {
 }
 
 func TestRedisBenchmarkArgv(t *testing.T) {
-	b := RedisBenchmark{Path: "redis-benchmark", Host: "127.0.0.1", Port: 16379, Clients: 50, Requests: 1000, KeySpace: MaxKeySpace}
+	b := RedisBenchmark{Path: "redis-benchmark", Host: "127.0.0.1", Port: 16379, Clients: 50, Requests: 1000, KeySpace: MaxKeySpace, Password: "pw"}
 	got := strings.Join(b.Argv([]string{"PING"}), " ")
-	want := "redis-benchmark -h 127.0.0.1 -p 16379 -c 50 -n 1000 -r 2000000000 --csv PING"
+	want := "redis-benchmark -h 127.0.0.1 -p 16379 -c 50 -n 1000 -r 2000000000 -a pw --csv PING"
 	if got != want {
 		t.Fatalf("argv = %q, want %q", got, want)
 	}

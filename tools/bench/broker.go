@@ -49,11 +49,20 @@ func (e *orderEnv) brokerLeg(ctx context.Context) error {
 // createTopic creates the leg's topic on --broker-addr and returns the
 // function that deletes it.
 func (e *orderEnv) createTopic(ctx context.Context, topic string) (func(), error) {
-	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(e.cfg.RocketMQNameServers)))
+	ep := mq.EndpointOf(e.cfg)
+	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(ep.NameServers)), admin.WithCredentials(ep.Credentials()))
 	if err != nil {
 		return nil, fmt.Errorf("broker: admin client: %w", err)
 	}
 	cctx, c := context.WithTimeout(ctx, 15*time.Second)
+	// The SDK's admin client signs requests (ACL) only once this call has
+	// registered its interceptor; it also proves the credentials, as
+	// CreateTopic ignores the broker's answer.
+	if _, err := adm.GetAllSubscriptionGroup(cctx, e.o.BrokerAddr, 5*time.Second); err != nil {
+		c()
+		_ = adm.Close()
+		return nil, fmt.Errorf("broker: admin request to %s as %q (SECKILL_ROCKETMQ_ACCESS_KEY): %w", e.o.BrokerAddr, ep.AccessKey, err)
+	}
 	err = adm.CreateTopic(cctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(e.o.BrokerAddr),
 		admin.WithReadQueueNums(8), admin.WithWriteQueueNums(8))
 	c()
@@ -158,7 +167,7 @@ func (e *orderEnv) consume(ctx context.Context, topic string, leg *BrokerLeg) er
 	for i, f := range e.backlog {
 		cc.want[f.MessageID.String()] = i
 	}
-	cons, err := mq.NewConsumer(e.cfg.RocketMQNameServers, orderBenchGroup, topic, cc.handle,
+	cons, err := mq.NewConsumer(mq.EndpointOf(e.cfg), orderBenchGroup, topic, cc.handle,
 		mq.ConsumerOptions{Concurrency: e.cfg.ConsumerConcurrency})
 	if err != nil {
 		return fmt.Errorf("broker: consumer: %w", err)

@@ -69,6 +69,10 @@ type RedisBenchmark struct {
 	Clients  int // -c
 	Requests int // -n
 	KeySpace int // -r; 0 leaves RandInt unreplaced
+	// User and Password authenticate (--user, -a: redis-benchmark reads no
+	// environment variable, so the password is on its command line; the
+	// benches run only against the local stack, on loopback).
+	User, Password string
 }
 
 // Argv is the full command line for the command args.
@@ -77,6 +81,12 @@ func (b RedisBenchmark) Argv(args []string) []string {
 		"-c", strconv.Itoa(b.Clients), "-n", strconv.Itoa(b.Requests)}
 	if b.KeySpace > 0 {
 		argv = append(argv, "-r", strconv.Itoa(b.KeySpace))
+	}
+	if b.User != "" {
+		argv = append(argv, "--user", b.User)
+	}
+	if b.Password != "" {
+		argv = append(argv, "-a", b.Password)
 	}
 	argv = append(argv, "--csv")
 	return append(argv, args...)

@@ -177,7 +177,7 @@ func reserveTargets(sys config.Config, o ReserveOptions) (RedisBenchmark, error)
 	}
 	redisHost, redisPort, _ := loopbackAddr("SECKILL_REDIS_ADDR", sys.RedisAddr)
 	return RedisBenchmark{Path: rbPath, Host: redisHost, Port: redisPort, Clients: o.Concurrency,
-		Requests: o.Requests, KeySpace: MaxKeySpace}, nil
+		Requests: o.Requests, KeySpace: MaxKeySpace, User: sys.RedisUsername, Password: sys.RedisPassword}, nil
 }
 
 // reserveActivity is the bench activity: a random id far above hand-made

@@ -247,7 +247,7 @@ func (c *Cluster) openClients(ctx context.Context, dsn string) error {
 	if c.Pool, err = pg.Open(ctx, dsn, 8); err != nil {
 		return err
 	}
-	if c.Redis, err = redisx.OpenDB(ctx, c.cfg.RedisAddr, c.kind.RedisDB, 16); err != nil {
+	if c.Redis, err = redisx.OpenDB(ctx, c.cfg, c.kind.RedisDB, 16); err != nil {
 		return err
 	}
 	if c.Temporal, err = temporalx.Dial(ctx, c.cfg, slog.New(slog.DiscardHandler)); err != nil {

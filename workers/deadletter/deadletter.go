@@ -52,8 +52,9 @@ func ConsumerGroup(group string) string { return group + "-dlq" }
 
 // Options configures a Consumer.
 type Options struct {
-	// NameServers are the RocketMQ name servers ("host:port"). Required.
-	NameServers []string
+	// Broker is the RocketMQ name servers ("host:port") and the ACL user.
+	// Required.
+	Broker mq.Endpoint
 	// Group is the consumer group whose dead letters are read (the saga
 	// starter's, config StarterGroup). Required. Rows are recorded under it.
 	Group string
@@ -83,7 +84,7 @@ func New(pool *pgxpool.Pool, opt Options, reg prometheus.Registerer, log *slog.L
 	if pool == nil || reg == nil || log == nil {
 		return nil, errors.New("deadletter: nil dependency")
 	}
-	if len(opt.NameServers) == 0 || opt.Group == "" || opt.DefaultTopic == "" {
+	if len(opt.Broker.NameServers) == 0 || opt.Group == "" || opt.DefaultTopic == "" {
 		return nil, errors.New("deadletter: options need name servers, a group and a default topic")
 	}
 	if opt.RetryEvery <= 0 {
@@ -129,7 +130,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 // start creates and starts a RocketMQ consumer; a consumer whose Start failed
 // cannot be started again, so every attempt builds a new one.
 func (c *Consumer) start(topic, group string) (*mq.Consumer, error) {
-	cons, err := mq.NewConsumer(c.opt.NameServers, group, topic, c.Handle,
+	cons, err := mq.NewConsumer(c.opt.Broker, group, topic, c.Handle,
 		mq.ConsumerOptions{Concurrency: c.opt.Concurrency, MaxReconsume: MaxReconsume})
 	if err != nil {
 		return nil, err

@@ -90,7 +90,7 @@ func TestDeadLetteredMessageIsQuarantinedAndReplayedOnce(t *testing.T) {
 	// acknowledges everything else on the shared test topic.
 	var mu sync.Mutex
 	deliveries := map[string][]int{} // broker msg id -> reconsume times seen
-	failing, err := mq.NewConsumer(cfg.RocketMQNameServers, testGroup, topic, func(_ context.Context, d mq.Delivered) error {
+	failing, err := mq.NewConsumer(mq.EndpointOf(cfg), testGroup, topic, func(_ context.Context, d mq.Delivered) error {
 		if d.ID != mid {
 			return nil
 		}
@@ -108,7 +108,7 @@ func TestDeadLetteredMessageIsQuarantinedAndReplayedOnce(t *testing.T) {
 	defer failing.Close()
 
 	reg := prometheus.NewRegistry()
-	dl, err := deadletter.New(pool, deadletter.Options{NameServers: cfg.RocketMQNameServers, Group: testGroup, DefaultTopic: topic,
+	dl, err := deadletter.New(pool, deadletter.Options{Broker: mq.EndpointOf(cfg), Group: testGroup, DefaultTopic: topic,
 		RetryEvery: time.Second}, reg, quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestDeadLetteredMessageIsQuarantinedAndReplayedOnce(t *testing.T) {
 		}
 	}()
 
-	prod, err := mq.NewProducer(cfg.RocketMQNameServers, fmt.Sprintf("dlqtest-%x", testenv.RandomUint64()))
+	prod, err := mq.NewProducer(mq.EndpointOf(cfg), fmt.Sprintf("dlqtest-%x", testenv.RandomUint64()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestDeadLetteredMessageIsQuarantinedAndReplayedOnce(t *testing.T) {
 
 	// A fresh group on the original topic sees what Replay sends.
 	replayed := make(chan mq.Delivered, 16)
-	verify, err := mq.NewConsumer(cfg.RocketMQNameServers, fmt.Sprintf("dlqtest-verify-%x", testenv.RandomUint64()), topic,
+	verify, err := mq.NewConsumer(mq.EndpointOf(cfg), fmt.Sprintf("dlqtest-verify-%x", testenv.RandomUint64()), topic,
 		func(_ context.Context, d mq.Delivered) error {
 			if d.ID == mid {
 				replayed <- d
@@ -363,7 +363,7 @@ func TestRunRetriesWhileTheTopicHasNoRoute(t *testing.T) {
 	_, pool := testenv.Database(t, cfg)
 	var logs lockedBuffer
 	group := fmt.Sprintf("dlqtest-no-topic-%x", testenv.RandomUint64()) // %DLQ%<group> does not exist
-	dl, err := deadletter.New(pool, deadletter.Options{NameServers: cfg.RocketMQNameServers, Group: group,
+	dl, err := deadletter.New(pool, deadletter.Options{Broker: mq.EndpointOf(cfg), Group: group,
 		DefaultTopic: testenv.TopicOrderCreate, RetryEvery: 100 * time.Millisecond}, prometheus.NewRegistry(),
 		slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {

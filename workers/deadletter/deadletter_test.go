@@ -1,6 +1,8 @@
 package deadletter
 
 import (
+	"github.com/seckill/seckill/internal/platform/mq"
+
 	"context"
 	"io"
 	"log/slog"
@@ -18,7 +20,7 @@ func TestNewRefusesMissingDependencies(t *testing.T) {
 	}
 	defer pool.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ok := Options{NameServers: []string{"127.0.0.1:9876"}, Group: "g", DefaultTopic: "t"}
+	ok := Options{Broker: mq.Endpoint{NameServers: []string{"127.0.0.1:9876"}}, Group: "g", DefaultTopic: "t"}
 	for _, tc := range []struct {
 		name string
 		pool *pgxpool.Pool
@@ -30,8 +32,8 @@ func TestNewRefusesMissingDependencies(t *testing.T) {
 		{"nil registerer", pool, ok, nil, log},
 		{"nil logger", pool, ok, prometheus.NewRegistry(), nil},
 		{"no name servers", pool, Options{Group: "g", DefaultTopic: "t"}, prometheus.NewRegistry(), log},
-		{"no group", pool, Options{NameServers: ok.NameServers, DefaultTopic: "t"}, prometheus.NewRegistry(), log},
-		{"no default topic", pool, Options{NameServers: ok.NameServers, Group: "g"}, prometheus.NewRegistry(), log},
+		{"no group", pool, Options{Broker: ok.Broker, DefaultTopic: "t"}, prometheus.NewRegistry(), log},
+		{"no default topic", pool, Options{Broker: ok.Broker, Group: "g"}, prometheus.NewRegistry(), log},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := New(tc.pool, tc.opt, tc.reg, tc.log); err == nil {

@@ -97,7 +97,7 @@ func TestReplayHoldsNoRowLockAcrossTheSend(t *testing.T) {
 	defer cancel()
 	group := fmt.Sprintf("dlqtest-replay-%x", testenv.RandomUint64())
 	mid := deadLetters(t, pool, group)
-	prod, err := mq.NewProducer(cfg.RocketMQNameServers, fmt.Sprintf("dlqtest-replay-%x", testenv.RandomUint64()))
+	prod, err := mq.NewProducer(mq.EndpointOf(cfg), fmt.Sprintf("dlqtest-replay-%x", testenv.RandomUint64()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestReplayLostBetweenSendAndRecordIsReplayedOnceMore(t *testing.T) {
 	ctx := context.Background()
 	group := fmt.Sprintf("dlqtest-replay-%x", testenv.RandomUint64())
 	mid := deadLetters(t, pool, group)
-	prod, err := mq.NewProducer(cfg.RocketMQNameServers, fmt.Sprintf("dlqtest-replay-%x", testenv.RandomUint64()))
+	prod, err := mq.NewProducer(mq.EndpointOf(cfg), fmt.Sprintf("dlqtest-replay-%x", testenv.RandomUint64()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func TestBrownoutSendsEachRowUnderItsLeaseAndCountsRealAttempts(t *testing.T) {
 	_, pool := testenv.Database(t, cfg)
 	ctx := context.Background()
 	ids := insertEvents(t, pool, 14)
-	prod, err := mq.NewProducer(cfg.RocketMQNameServers, fmt.Sprintf("relay-lease-%x", testenv.RandomUint64()))
+	prod, err := mq.NewProducer(mq.EndpointOf(cfg), fmt.Sprintf("relay-lease-%x", testenv.RandomUint64()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,14 +46,14 @@ func TestRelaySendsWithFixedEventIDAndReclaimsExpiredLeases(t *testing.T) {
 	cfg := testenv.Require(t)
 	_, pool := testenv.Database(t, cfg)
 	ctx := context.Background()
-	prod, err := mq.NewProducer(cfg.RocketMQNameServers, fmt.Sprintf("relay-test-%x", testenv.RandomUint64()))
+	prod, err := mq.NewProducer(mq.EndpointOf(cfg), fmt.Sprintf("relay-test-%x", testenv.RandomUint64()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer prod.Close()
 	var mu sync.Mutex
 	seen := map[string]int{}
-	cons, err := mq.NewConsumer(cfg.RocketMQNameServers, fmt.Sprintf("relay-test-%x", testenv.RandomUint64()), testenv.TopicEvents,
+	cons, err := mq.NewConsumer(mq.EndpointOf(cfg), fmt.Sprintf("relay-test-%x", testenv.RandomUint64()), testenv.TopicEvents,
 		func(_ context.Context, m mq.Delivered) error {
 			mu.Lock()
 			seen[m.ID]++

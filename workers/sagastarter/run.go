@@ -26,7 +26,7 @@ func Run(ctx context.Context, d workers.Deps) error {
 		st.PayloadConflicts = d.Saga.InboxPayloadConflict
 	}
 	st.Failpoints = d.Failpoints
-	cons, err := mq.NewConsumer(cfg.RocketMQNameServers, cfg.StarterGroup, cfg.TopicOrderCreate, st.Handle,
+	cons, err := mq.NewConsumer(mq.EndpointOf(cfg), cfg.StarterGroup, cfg.TopicOrderCreate, st.Handle,
 		mq.ConsumerOptions{Concurrency: cfg.ConsumerConcurrency, FromLatest: cfg.StarterFromLatest})
 	if err != nil {
 		return err

@@ -64,7 +64,7 @@ func TestBrownoutNeverWorksAClaimPastItsLease(t *testing.T) {
 	rdb := testenv.Redis(t, cfg)
 	ctx := context.Background()
 	k, set, msgs := leaseSale(t, rdb, 40)
-	prod, err := mq.NewProducer(cfg.RocketMQNameServers, fmt.Sprintf("senddue-lease-%x", testenv.RandomUint64()))
+	prod, err := mq.NewProducer(mq.EndpointOf(cfg), fmt.Sprintf("senddue-lease-%x", testenv.RandomUint64()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ unreplayed and the command exits non-zero.`,
 				return err
 			}
 			defer pool.Close()
-			prod, err := mq.NewProducer(b.Cfg.RocketMQNameServers, "seckill-replay-dlq", mq.WithSendTimeout(b.Cfg.MQSendTimeout))
+			prod, err := mq.NewProducer(mq.EndpointOf(b.Cfg), "seckill-replay-dlq", mq.WithSendTimeout(b.Cfg.MQSendTimeout))
 			if err != nil {
 				return err
 			}

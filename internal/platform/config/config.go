@@ -40,17 +40,23 @@ type Config struct {
 	RedisDB int `env:"SECKILL_REDIS_DB" envDefault:"0"`
 	// RedisUsername and RedisPassword authenticate to Redis (AUTH with an
 	// ACL user, or the default user's requirepass when RedisUsername is
-	// empty); empty, no AUTH is sent, which production refuses
-	// (secret:"required": a secret without a development default, required
-	// outside development).
+	// empty). The default is the local stack's requirepass (scripts/stack.sh),
+	// a public development secret that production refuses, as it refuses an
+	// empty one.
 	RedisUsername string `env:"SECKILL_REDIS_USERNAME"`
-	RedisPassword string `env:"SECKILL_REDIS_PASSWORD" secret:"required"`
+	RedisPassword string `env:"SECKILL_REDIS_PASSWORD" envDefault:"dev-redis-password-change-me" secret:"dev"`
 	// RedisTLS speaks TLS to every Redis node, verifying the server against
 	// RedisCAFile (PEM) when set, else against the system roots.
 	RedisTLS    bool   `env:"SECKILL_REDIS_TLS" envDefault:"false"`
 	RedisCAFile string `env:"SECKILL_REDIS_CA_FILE"`
 
 	RocketMQNameServers []string `env:"SECKILL_ROCKETMQ_NAMESRV" envDefault:"127.0.0.1:9876" envSeparator:","`
+	// RocketMQAccessKey and RocketMQSecretKey are the ACL 2.0 user every
+	// producer and consumer signs its requests with (the broker's
+	// authenticationEnabled); the defaults are the local stack's user
+	// (scripts/stack/rocketmq.sh), whose public secret production refuses.
+	RocketMQAccessKey string `env:"SECKILL_ROCKETMQ_ACCESS_KEY" envDefault:"seckill"`
+	RocketMQSecretKey string `env:"SECKILL_ROCKETMQ_SECRET_KEY" envDefault:"dev-rocketmq-secret-change-me" secret:"dev"`
 	// TopicOrderCreate carries ORDER_CREATE_REQUESTED from the gateway to the saga starter.
 	TopicOrderCreate string `env:"SECKILL_TOPIC_ORDER_CREATE" envDefault:"seckill_order_create"`
 	// TopicEvents carries the outbox events (ORDER_CREATED, ORDER_PAID, ...).

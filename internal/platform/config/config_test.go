@@ -135,12 +135,13 @@ func ownSecrets() map[string]string {
 func safeTransport(t *testing.T) {
 	t.Helper()
 	for n, v := range map[string]string{
-		"SECKILL_PG_DSN":           "postgres://seckill:" + strings.Repeat("6f", 16) + "@db.internal:5432/seckill?sslmode=verify-full",
-		"SECKILL_PAYSIM_URL":       "https://psp.example.com",
-		"SECKILL_CALLBACK_URL":     "https://shop.example.com/v1/payments/callback",
-		"SECKILL_REDIS_PASSWORD":   strings.Repeat("8c", 16),
-		"SECKILL_REDIS_TLS":        "true",
-		"SECKILL_TEMPORAL_API_KEY": "temporal-api-key-of-the-test",
+		"SECKILL_PG_DSN":              "postgres://seckill:" + strings.Repeat("6f", 16) + "@db.internal:5432/seckill?sslmode=verify-full",
+		"SECKILL_PAYSIM_URL":          "https://psp.example.com",
+		"SECKILL_CALLBACK_URL":        "https://shop.example.com/v1/payments/callback",
+		"SECKILL_REDIS_PASSWORD":      strings.Repeat("8c", 16),
+		"SECKILL_REDIS_TLS":           "true",
+		"SECKILL_TEMPORAL_API_KEY":    "temporal-api-key-of-the-test",
+		"SECKILL_ROCKETMQ_SECRET_KEY": strings.Repeat("9d", 16),
 	} {
 		t.Setenv(n, v)
 	}
@@ -215,9 +216,14 @@ func TestProductionRefusesUnsafeSettings(t *testing.T) {
 		{"SECKILL_PAYSIM_URL", "http://psp.example.com", "https://"},
 		{"SECKILL_CALLBACK_URL", "http://shop.example.com/v1/payments/callback", "https://"},
 		{"SECKILL_CALLBACK_URL", "https:///no-host", "https://"},
-		{"SECKILL_REDIS_PASSWORD", "", "must be set in production"},
+		{"SECKILL_REDIS_PASSWORD", "", "public development default"}, // unset or empty: the local stack's
+		{"SECKILL_REDIS_PASSWORD", "dev-redis-password-change-me", "public development default"},
 		{"SECKILL_REDIS_PASSWORD", "  ", "must be set in production"},
 		{"SECKILL_REDIS_TLS", "false", "TLS to Redis"},
+		{"SECKILL_ROCKETMQ_ACCESS_KEY", " ", "signs every RocketMQ request"},
+		{"SECKILL_ROCKETMQ_SECRET_KEY", "", "public development default"},
+		{"SECKILL_ROCKETMQ_SECRET_KEY", "dev-rocketmq-secret-change-me", "public development default"},
+		{"SECKILL_ROCKETMQ_SECRET_KEY", "  ", "must be set in production"},
 		{"SECKILL_TEMPORAL_API_KEY", "", "authenticates to Temporal"},
 		{"SECKILL_RATE_LIMIT_USER", "0", "switches the limit off"},
 		{"SECKILL_RATE_LIMIT_IP", "0", "switches the limit off"},

@@ -98,8 +98,8 @@ func sameSecret(got, dev string) bool {
 }
 
 // refuseDevSecrets fails on the first secret (a field tagged secret:"dev")
-// that still holds its public development default. For a list of
-// "version:key" pairs, a default key under any version counts.
+// that is blank or still holds its public development default. For a list
+// of "version:key" pairs, a default key under any version counts.
 func (c Config) refuseDevSecrets() error {
 	v := reflect.ValueOf(c)
 	t := v.Type()
@@ -111,6 +111,10 @@ func (c Config) refuseDevSecrets() error {
 		dev := false
 		switch x := v.Field(i).Interface().(type) {
 		case string:
+			if strings.TrimSpace(x) == "" {
+				return &FieldError{Var: f.Tag.Get("env"),
+					Reason: "must be set in production: the backend or the surface would accept anyone (or SECKILL_ENV=development on a developer machine)"}
+			}
 			dev = sameSecret(x, f.Tag.Get("envDefault"))
 		case []string:
 			for _, pair := range x {
@@ -200,9 +204,6 @@ func (c Config) refuseUnsafe() error {
 	if err := c.refuseWeakAdminTokens(); err != nil {
 		return err
 	}
-	if err := c.refuseMissingSecrets(); err != nil {
-		return err
-	}
 	if plain {
 		return &FieldError{Var: dsnVar, Value: "<redacted>",
 			Reason: "allows a plain-text connection: set sslmode=verify-full (or require, verify-ca)"}
@@ -236,25 +237,14 @@ func (c Config) refusePlainBackends() error {
 		return &FieldError{Var: "SECKILL_REDIS_TLS", Value: "false",
 			Reason: "production speaks TLS to Redis, as to PostgreSQL: set it to true (SECKILL_REDIS_CA_FILE for a private CA)"}
 	}
+	if strings.TrimSpace(c.RocketMQAccessKey) == "" {
+		return &FieldError{Var: "SECKILL_ROCKETMQ_ACCESS_KEY",
+			Reason: "production signs every RocketMQ request: set the broker's ACL user (and SECKILL_ROCKETMQ_SECRET_KEY)"}
+	}
 	if strings.TrimSpace(c.TemporalAPIKey) == "" && (!c.TemporalTLS || c.TemporalCertFile == "") {
 		return &FieldError{Var: "SECKILL_TEMPORAL_API_KEY",
 			Reason: "production authenticates to Temporal: set an API key, or a client certificate " +
 				"(SECKILL_TEMPORAL_TLS=true with SECKILL_TEMPORAL_CERT_FILE and _KEY_FILE)"}
-	}
-	return nil
-}
-
-// refuseMissingSecrets fails on the first empty secret that has no
-// development default (a field tagged secret:"required"): Redis without a
-// password lets anyone who reaches it rewrite stock and reservations.
-func (c Config) refuseMissingSecrets() error {
-	v := reflect.ValueOf(c)
-	t := v.Type()
-	for i := range t.NumField() {
-		if f := t.Field(i); f.Tag.Get("secret") == "required" && strings.TrimSpace(v.Field(i).String()) == "" {
-			return &FieldError{Var: f.Tag.Get("env"),
-				Reason: "must be set in production: the backend would accept anyone who reaches it (or SECKILL_ENV=development on a developer machine)"}
-		}
 	}
 	return nil
 }

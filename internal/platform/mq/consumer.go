@@ -78,8 +78,8 @@ type sdkPushConsumer interface {
 }
 
 // NewConsumer creates (but does not start) a consumer of topic in consumer
-// group group, talking to the given name servers ("host:port").
-func NewConsumer(nameServers []string, group, topic string, handler Handler, opts ConsumerOptions) (*Consumer, error) {
+// group group, talking to ep's name servers as ep's user.
+func NewConsumer(ep Endpoint, group, topic string, handler Handler, opts ConsumerOptions) (*Consumer, error) {
 	if group == "" {
 		return nil, errors.New("new consumer: empty group")
 	}
@@ -105,7 +105,7 @@ func NewConsumer(nameServers []string, group, topic string, handler Handler, opt
 	if tags == "" {
 		tags = "*"
 	}
-	addrs, err := resolveNameServers(nameServers)
+	addrs, err := resolveNameServers(ep.NameServers)
 	if err != nil {
 		return nil, fmt.Errorf("new consumer %s: %w", group, err)
 	}
@@ -116,6 +116,7 @@ func NewConsumer(nameServers []string, group, topic string, handler Handler, opt
 	pc, err := consumer.NewPushConsumer(
 		consumer.WithNsResolver(primitive.NewPassthroughResolver(addrs)),
 		consumer.WithGroupName(group),
+		consumer.WithCredentials(ep.Credentials()),
 		consumer.WithInstance(newInstanceName("consumer", group)),
 		consumer.WithConsumerModel(consumer.Clustering),
 		consumer.WithConsumeFromWhere(from),

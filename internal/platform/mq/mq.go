@@ -28,7 +28,32 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
+
+	"github.com/seckill/seckill/internal/platform/config"
 )
+
+// Endpoint is where a client finds the broker and who it is there: the
+// name servers ("host:port") and the ACL 2.0 user whose secret signs every
+// request (the broker's authenticationEnabled refuses an unsigned one with
+// NO_PERMISSION). An empty AccessKey sends no credentials.
+type Endpoint struct {
+	NameServers          []string
+	AccessKey, SecretKey string
+}
+
+// EndpointOf is cfg's broker: SECKILL_ROCKETMQ_NAMESRV, _ACCESS_KEY and
+// _SECRET_KEY.
+func EndpointOf(cfg config.Config) Endpoint {
+	return Endpoint{NameServers: cfg.RocketMQNameServers, AccessKey: cfg.RocketMQAccessKey, SecretKey: cfg.RocketMQSecretKey}
+}
+
+// Credentials are e's for the SDK's options (empty: none sent).
+func (e Endpoint) Credentials() primitive.Credentials {
+	if e.AccessKey == "" {
+		return primitive.Credentials{}
+	}
+	return primitive.Credentials{AccessKey: e.AccessKey, SecretKey: e.SecretKey}
+}
 
 // PropertyMessageID is the user property that carries Message.ID / Delivered.ID.
 const PropertyMessageID = "message_id"

@@ -8,9 +8,12 @@ import (
 	"net"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/internal/platform/config"
 )
 
 // Integration tests run against a real name server + broker
@@ -22,21 +25,27 @@ import (
 
 const smokeTopic = "seckill_smoke"
 
-func integrationNameServer(t *testing.T) string {
+// integrationBroker is the stack's broker as the configuration names it
+// (SECKILL_ROCKETMQ_NAMESRV, _ACCESS_KEY, _SECRET_KEY).
+func integrationBroker(t *testing.T) Endpoint {
 	t.Helper()
 	if os.Getenv("SECKILL_INTEGRATION") == "" {
 		t.Skip("SECKILL_INTEGRATION not set: skipping RocketMQ integration test")
 	}
-	ns := os.Getenv("SECKILL_ROCKETMQ_NAMESRV")
-	if ns == "" {
-		ns = "127.0.0.1:9876"
+	if os.Getenv("SECKILL_ENV") == "" {
+		t.Setenv("SECKILL_ENV", config.EnvDevelopment) // the local stack's secrets are the development ones
 	}
-	conn, err := net.DialTimeout("tcp", ns, 2*time.Second)
+	cfg, err := config.Load()
 	if err != nil {
-		t.Fatalf("RocketMQ name server %s unreachable (start it with scripts/stack/rocketmq.sh rocketmq_up): %v", ns, err)
+		t.Fatal(err)
+	}
+	ep := EndpointOf(cfg)
+	conn, err := net.DialTimeout("tcp", ep.NameServers[0], 2*time.Second)
+	if err != nil {
+		t.Fatalf("RocketMQ name server %s unreachable (start it with make up): %v", ep.NameServers[0], err)
 	}
 	_ = conn.Close()
-	return ns
+	return ep
 }
 
 // runID is unique per test run, usable in group names and tags.
@@ -92,7 +101,7 @@ func (s *seenSet) missing() []string {
 }
 
 func TestProduceConsumeRoundTrip(t *testing.T) {
-	ns := integrationNameServer(t)
+	ep := integrationBroker(t)
 	const n = 20
 	run := runID()
 	tag := "it_" + run
@@ -104,7 +113,7 @@ func TestProduceConsumeRoundTrip(t *testing.T) {
 	}
 	seen := newSeenSet(ids)
 
-	c, err := NewConsumer([]string{ns}, group, smokeTopic, func(_ context.Context, d Delivered) error {
+	c, err := NewConsumer(ep, group, smokeTopic, func(_ context.Context, d Delivered) error {
 		seen.add(d)
 		return nil
 	}, ConsumerOptions{Concurrency: 4, MaxReconsume: 3, Tags: tag})
@@ -121,7 +130,7 @@ func TestProduceConsumeRoundTrip(t *testing.T) {
 		}
 	})
 
-	p, err := NewProducer([]string{ns}, "seckill_it_producer_"+run, WithSendTimeout(5*time.Second))
+	p, err := NewProducer(ep, "seckill_it_producer_"+run, WithSendTimeout(5*time.Second))
 	if err != nil {
 		t.Fatalf("new producer: %v", err)
 	}
@@ -181,7 +190,7 @@ func TestProduceConsumeRoundTrip(t *testing.T) {
 
 // A handler error or panic makes the broker redeliver the message.
 func TestHandlerErrorIsRedelivered(t *testing.T) {
-	ns := integrationNameServer(t)
+	ep := integrationBroker(t)
 	run := runID()
 	tag := "rt_" + run
 	group := "seckill_it_rt_" + run
@@ -191,7 +200,7 @@ func TestHandlerErrorIsRedelivered(t *testing.T) {
 	first := map[string]Delivered{}
 	again := map[string]Delivered{}
 	done := make(chan struct{})
-	c, err := NewConsumer([]string{ns}, group, smokeTopic, func(_ context.Context, d Delivered) error {
+	c, err := NewConsumer(ep, group, smokeTopic, func(_ context.Context, d Delivered) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if d.ReconsumeTimes == 0 {
@@ -217,7 +226,7 @@ func TestHandlerErrorIsRedelivered(t *testing.T) {
 	}
 	defer c.Close()
 
-	p, err := NewProducer([]string{ns}, "seckill_it_rt_producer_"+run)
+	p, err := NewProducer(ep, "seckill_it_rt_producer_"+run)
 	if err != nil {
 		t.Fatalf("new producer: %v", err)
 	}
@@ -262,7 +271,7 @@ func deadAddr(t *testing.T) string {
 }
 
 func TestSendUnreachableNameServerFailsFast(t *testing.T) {
-	p, err := NewProducer([]string{deadAddr(t)}, "seckill_it_dead_ns_"+runID(), WithSendTimeout(2*time.Second))
+	p, err := NewProducer(Endpoint{NameServers: []string{deadAddr(t)}}, "seckill_it_dead_ns_"+runID(), WithSendTimeout(2*time.Second))
 	if err != nil {
 		t.Fatalf("new producer: %v", err)
 	}
@@ -312,7 +321,7 @@ func TestSendSilentNameServerTimesOut(t *testing.T) {
 		}
 	})
 
-	p, err := NewProducer([]string{l.Addr().String()}, "seckill_it_silent_ns_"+runID(), WithSendTimeout(time.Second))
+	p, err := NewProducer(Endpoint{NameServers: []string{l.Addr().String()}}, "seckill_it_silent_ns_"+runID(), WithSendTimeout(time.Second))
 	if err != nil {
 		t.Fatalf("new producer: %v", err)
 	}
@@ -331,7 +340,7 @@ func TestSendSilentNameServerTimesOut(t *testing.T) {
 }
 
 func TestConsumerStartUnreachableNameServer(t *testing.T) {
-	c, err := NewConsumer([]string{deadAddr(t)}, "seckill_it_dead_ns_"+runID(), smokeTopic,
+	c, err := NewConsumer(Endpoint{NameServers: []string{deadAddr(t)}}, "seckill_it_dead_ns_"+runID(), smokeTopic,
 		func(context.Context, Delivered) error { return nil }, ConsumerOptions{Concurrency: 1})
 	if err != nil {
 		t.Fatalf("new consumer: %v", err)
@@ -345,5 +354,38 @@ func TestConsumerStartUnreachableNameServer(t *testing.T) {
 	}
 	if elapsed := time.Since(start); elapsed > 5*time.Second {
 		t.Errorf("start took %s", elapsed)
+	}
+}
+
+// The stack's broker authenticates (ACL 2.0): a producer that signs with the
+// configured user sends, one without credentials or with another secret is
+// refused, and nothing of theirs is stored.
+func TestTheBrokerRefusesAnUnsignedOrMissignedClient(t *testing.T) {
+	ep := integrationBroker(t)
+	run := runID()
+	ok, err := NewProducer(ep, "seckill_it_acl_ok_"+run, WithSendTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ok.Close()
+	if _, err := ok.Send(context.Background(), Message{Topic: smokeTopic, Tag: "acl_" + run, ID: "acl-ok-" + run, Body: []byte("ok")}); err != nil {
+		t.Fatalf("send as %q: %v", ep.AccessKey, err)
+	}
+	for name, c := range map[string]struct {
+		ep   Endpoint
+		want string
+	}{
+		"no credentials": {Endpoint{NameServers: ep.NameServers}, "username cannot be null"},
+		"wrong secret":   {Endpoint{NameServers: ep.NameServers, AccessKey: ep.AccessKey, SecretKey: ep.SecretKey + "-not-it"}, "check signature failed"},
+	} {
+		p, err := NewProducer(c.ep, "seckill_it_acl_bad_"+run, WithSendTimeout(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Send(context.Background(), Message{Topic: smokeTopic, Tag: "acl_" + run, ID: "acl-bad-" + run, Body: []byte(name)})
+		p.Close()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Send = %v, want a refusal saying %q", name, err, c.want)
+		}
 	}
 }

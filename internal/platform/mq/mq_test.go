@@ -50,7 +50,7 @@ func TestResolveNameServers(t *testing.T) {
 }
 
 func TestSendValidation(t *testing.T) {
-	p, err := NewProducer([]string{"127.0.0.1:9876"}, "seckill_unit_"+runID())
+	p, err := NewProducer(Endpoint{NameServers: []string{"127.0.0.1:9876"}}, "seckill_unit_"+runID())
 	if err != nil {
 		t.Fatalf("new producer: %v", err)
 	}
@@ -69,13 +69,13 @@ func TestSendValidation(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Errorf("second close: %v", err)
 	}
-	if _, err := NewProducer([]string{"127.0.0.1:9876"}, ""); err == nil {
+	if _, err := NewProducer(Endpoint{NameServers: []string{"127.0.0.1:9876"}}, ""); err == nil {
 		t.Error("producer without group created")
 	}
-	if _, err := NewConsumer([]string{"127.0.0.1:9876"}, "g", "t", nil, ConsumerOptions{}); err == nil {
+	if _, err := NewConsumer(Endpoint{NameServers: []string{"127.0.0.1:9876"}}, "g", "t", nil, ConsumerOptions{}); err == nil {
 		t.Error("consumer without handler created")
 	}
-	if _, err := NewConsumer([]string{"127.0.0.1:9876"}, "g", "t",
+	if _, err := NewConsumer(Endpoint{NameServers: []string{"127.0.0.1:9876"}}, "g", "t",
 		func(context.Context, Delivered) error { return nil }, ConsumerOptions{RetryDelayLevel: 19}); err == nil {
 		t.Error("consumer with retry delay level 19 created")
 	}
@@ -85,7 +85,7 @@ func TestSendValidation(t *testing.T) {
 // SDK version go.mod pins (shutdown.go); a new SDK layout fails here rather
 // than silently bringing the shutdown race back.
 func TestRebalanceLockIsFound(t *testing.T) {
-	c, err := NewConsumer([]string{"127.0.0.1:1"}, "lock-test", "lock-test-topic",
+	c, err := NewConsumer(Endpoint{NameServers: []string{"127.0.0.1:1"}}, "lock-test", "lock-test-topic",
 		func(context.Context, Delivered) error { return nil }, ConsumerOptions{})
 	if err != nil {
 		t.Fatal(err)

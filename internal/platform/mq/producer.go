@@ -87,13 +87,13 @@ type sdkProducer interface {
 }
 
 // NewProducer creates and starts a producer in producer group group, talking
-// to the given name servers ("host:port"). Starting does not contact the name
+// to ep's name servers as ep's user. Starting does not contact the name
 // server: an unreachable one shows up as an error from Send.
-func NewProducer(nameServers []string, group string, opts ...ProducerOption) (*Producer, error) {
+func NewProducer(ep Endpoint, group string, opts ...ProducerOption) (*Producer, error) {
 	if group == "" {
 		return nil, errors.New("new producer: empty group")
 	}
-	addrs, err := resolveNameServers(nameServers)
+	addrs, err := resolveNameServers(ep.NameServers)
 	if err != nil {
 		return nil, fmt.Errorf("new producer %s: %w", group, err)
 	}
@@ -104,6 +104,7 @@ func NewProducer(nameServers []string, group string, opts ...ProducerOption) (*P
 	p, err := producer.NewDefaultProducer(
 		producer.WithNsResolver(primitive.NewPassthroughResolver(addrs)),
 		producer.WithGroupName(group),
+		producer.WithCredentials(ep.Credentials()),
 		producer.WithInstanceName(newInstanceName("producer", group)),
 		producer.WithSendMsgTimeout(cfg.sendTimeout),
 		// retries are done here, only for definite failures (see Send)

@@ -49,11 +49,16 @@ func Dial(ctx context.Context, cfg config.Config, poolSize int) (redis.Universal
 	return openCluster(ctx, cfg.RedisClusterAddrs, poolSize, a)
 }
 
-// OpenDB connects to the Redis at addr, logical database db, without
-// credentials, checks it answers and loads every script of package lua into
-// its script cache so EVALSHA hits from the start.
-func OpenDB(ctx context.Context, addr string, db, poolSize int) (*redis.Client, error) {
-	return openDB(ctx, addr, db, poolSize, auth{})
+// OpenDB connects to the single Redis of cfg (its address, credentials and
+// TLS) on logical database db rather than cfg's, checks it answers and loads
+// every script of package lua into its script cache so EVALSHA hits from the
+// start.
+func OpenDB(ctx context.Context, cfg config.Config, db, poolSize int) (*redis.Client, error) {
+	a, err := authOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return openDB(ctx, cfg.RedisAddr, db, poolSize, a)
 }
 
 func openDB(ctx context.Context, addr string, db, poolSize int, a auth) (*redis.Client, error) {

@@ -25,9 +25,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 senddue rebalance starter saga outbox deadletter refunds
 {{- end -}}
 
-{{/* The secrets (config fields tagged secret:"dev" or secret:"required", and the DSN, which holds the password). */}}
+{{/* The secrets (config fields tagged secret:"dev", and the DSN, which holds the password). */}}
 {{- define "seckill.secretKeys" -}}
-SECKILL_ID_SECRETS SECKILL_AUTH_SECRETS SECKILL_ADMIN_TOKEN SECKILL_PAYSIM_SECRET SECKILL_PAYSIM_MERCHANT_KEY SECKILL_PAYLOAD_SECRETS SECKILL_REDIS_PASSWORD
+SECKILL_ID_SECRETS SECKILL_AUTH_SECRETS SECKILL_ADMIN_TOKEN SECKILL_PAYSIM_SECRET SECKILL_PAYSIM_MERCHANT_KEY SECKILL_PAYLOAD_SECRETS SECKILL_REDIS_PASSWORD SECKILL_ROCKETMQ_SECRET_KEY
 {{- end -}}
 
 {{/* Variables the chart sets itself. */}}
@@ -53,6 +53,9 @@ SECKILL_TEMPORAL_TLS: "true"
 SECKILL_TEMPORAL_CA_FILE: /etc/seckill/temporal-tls/ca.crt
 SECKILL_TEMPORAL_CERT_FILE: /etc/seckill/temporal-tls/tls.crt
 SECKILL_TEMPORAL_KEY_FILE: /etc/seckill/temporal-tls/tls.key
+{{- end }}
+{{- if .Values.redis.caSecretName }}
+SECKILL_REDIS_CA_FILE: /etc/seckill/redis-ca/ca.crt
 {{- end }}
 {{- with .Values.postgres }}{{ if .sslmode }}
 PGSSLMODE: {{ .sslmode | quote }}
@@ -117,11 +120,18 @@ env:
     value: {{ toString $v | quote }}
 {{- end }}
 {{- end }}
-{{- if .root.Values.temporal.tlsSecretName }}
+{{- if or .root.Values.temporal.tlsSecretName .root.Values.redis.caSecretName }}
 volumeMounts:
+{{- if .root.Values.temporal.tlsSecretName }}
   - name: temporal-tls
     mountPath: /etc/seckill/temporal-tls
     readOnly: true
+{{- end }}
+{{- if .root.Values.redis.caSecretName }}
+  - name: redis-ca
+    mountPath: /etc/seckill/redis-ca
+    readOnly: true
+{{- end }}
 {{- end }}
 {{- end -}}
 
@@ -133,11 +143,18 @@ imagePullSecrets:
 {{- end }}
 securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
-{{- with .Values.temporal.tlsSecretName }}
+{{- if or .Values.temporal.tlsSecretName .Values.redis.caSecretName }}
 volumes:
+{{- with .Values.temporal.tlsSecretName }}
   - name: temporal-tls
     secret:
       secretName: {{ . }}
+{{- end }}
+{{- with .Values.redis.caSecretName }}
+  - name: redis-ca
+    secret:
+      secretName: {{ . }}
+{{- end }}
 {{- end }}
 {{- with .Values.nodeSelector }}
 nodeSelector:

@@ -36,10 +36,10 @@ in two. configmap.yaml includes it, so no render gets past it.
 {{- end -}}
 {{- end -}}
 {{- if ne (toString $v.config.SECKILL_REDIS_TLS) "true" -}}
-{{- fail "seckill: config.SECKILL_REDIS_TLS must be \"true\": production speaks TLS to Redis (docs/deploy.md#tls-and-credentials-to-redis-and-temporal)" -}}
+{{- fail "seckill: config.SECKILL_REDIS_TLS must be \"true\": production speaks TLS to Redis (docs/deploy.md#tls-and-credentials-to-redis-rocketmq-and-temporal)" -}}
 {{- end -}}
 {{- if not (or $v.temporal.tlsSecretName $v.temporal.apiKeySecretRef.name) -}}
-{{- fail "seckill: temporal.apiKeySecretRef.name or temporal.tlsSecretName is required: production authenticates to Temporal (docs/deploy.md#tls-and-credentials-to-redis-and-temporal)" -}}
+{{- fail "seckill: temporal.apiKeySecretRef.name or temporal.tlsSecretName is required: production authenticates to Temporal (docs/deploy.md#tls-and-credentials-to-redis-rocketmq-and-temporal)" -}}
 {{- end -}}
 {{- if $v.temporal.tlsSecretName -}}
 {{- range $k := list "SECKILL_TEMPORAL_TLS" "SECKILL_TEMPORAL_CA_FILE" "SECKILL_TEMPORAL_CERT_FILE" "SECKILL_TEMPORAL_KEY_FILE" -}}
@@ -47,6 +47,9 @@ in two. configmap.yaml includes it, so no render gets past it.
 {{- fail (printf "seckill: config.%s is set by temporal.tlsSecretName (the mounted ca.crt, tls.crt, tls.key)" $k) -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+{{- if and $v.redis.caSecretName $v.config.SECKILL_REDIS_CA_FILE -}}
+{{- fail "seckill: config.SECKILL_REDIS_CA_FILE is set by redis.caSecretName (the mounted ca.crt)" -}}
 {{- end -}}
 {{- if and $v.secrets.existingSecret (not $v.secrets.migrateDsnSecretRef.name) -}}
 {{- fail "seckill: secrets.migrateDsnSecretRef.name is required with secrets.existingSecret: the migrations run as the schema's owner, the gateway and the workers as a role in seckill_app (docs/deploy.md#database-roles)" -}}
