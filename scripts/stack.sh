@@ -164,6 +164,11 @@ redis_auth_conf() {
 }
 
 redis_up() {
+  if running redis && [ "$(env -u REDISCLI_AUTH redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; then
+    # an older checkout's Redis, without the password: restart it with one
+    log "redis: running without the stack's password: restarting it"
+    stop_pid redis 30
+  fi
   if running redis && redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then
     log "redis: already running"; return
   fi

@@ -249,6 +249,7 @@ _rmq_start_broker() {
       fail rocketmq-broker "$(logfile rocketmq-broker)" "port $p is already in use by a process we did not start"
   done
   _rmq_prepare_conf
+  sha256sum "$(_rmq_dir)/broker.conf" | cut -d' ' -f1 >"$(_rmq_dir)/broker.conf.started"
   blog=$(_rmq_broker_log)
   [ -f "$blog" ] && off=$(wc -c <"$blog")
   log "rocketmq: starting broker on $ROCKETMQ_BROKER_ADDR"
@@ -272,6 +273,15 @@ rocketmq_up() {
     # 30 s; restart it so registration is immediate and checked.
     running rocketmq-broker && stop_pid rocketmq-broker 60
     _rmq_start_namesrv
+  fi
+  # A broker started from other settings (an older checkout's, without the
+  # ACL user) is restarted on the settings of this one.
+  if running rocketmq-broker; then
+    _rmq_prepare_conf
+    if [ "$(sha256sum "$(_rmq_dir)/broker.conf" | cut -d' ' -f1)" != "$(cat "$(_rmq_dir)/broker.conf.started" 2>/dev/null)" ]; then
+      log "rocketmq: the broker runs on other settings than $(_rmq_src)/broker.conf and the ACL user's: restarting it"
+      stop_pid rocketmq-broker 60
+    fi
   fi
   running rocketmq-broker || _rmq_start_broker
   _rmq_create_topics
