@@ -46,6 +46,7 @@ func AllRows(r *Report, o *OrderReport, busy bool, maxBusy float64) []AllRow {
 	if o != nil {
 		rows = append(rows, orderRows(o)...)
 	}
+	rows = append(append(rows, budgetRows(r, o)...), shapeRows(r, o)...)
 	for i := range rows {
 		rows[i].Busy = busy || rows[i].OffPathPct > maxBusy
 	}

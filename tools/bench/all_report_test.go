@@ -121,3 +121,58 @@ func TestWriteAllTable(t *testing.T) {
 		t.Errorf("a target on the figure printed as on the ratio:\n%s", out)
 	}
 }
+
+// Each CPU budget row is its two figures of the same run, their ratio and
+// the budget; a figure not measured leaves its row out.
+func TestBudgetRows(t *testing.T) {
+	r, o := sampleReports()
+	r.Cases[0].CPU.RedisUS = 40                                             // raw in-stock
+	r.Cases[1].CPU.RedisUS = 12                                             // raw sold-out
+	r.Cases[2].GatewayUS, r.Cases[2].CPU.MachineUS = 70, 200                // HTTP in-stock
+	r.Cases[2].TopProcesses = []ProcCost{{Name: "rocketmq-broker", US: 12}} // 0.30 of 40
+	r.Cases[3].GatewayUS = 30                                               // HTTP sold-out
+	o.CreateOrder.CPU.MachineUS = 800
+	o.Sagas.CPU = LegCPU{MachineUS: 12000, TopProcesses: []ProcCost{{Name: "temporal", US: 9000}}}
+	o.Plain.CPU = LegCPU{MachineUS: 30000, TopProcesses: []ProcCost{{Name: "temporal-server", US: 22500}}}
+	rows := AllRows(r, o, false, 25)
+	for _, tc := range []struct {
+		leg   string
+		ratio float64
+		met   bool
+	}{
+		{"CPU budget: gateway per admitted", 1.75, false},
+		{"CPU budget: broker per admitted", 0.30, true},
+		{"CPU budget: machine per HTTP admission", 2.5, false},
+		{"CPU budget: gateway per sold-out", 2.5, false},
+		{"CPU budget: machine per saga", 15, false},
+		{"CPU budget: Temporal server per saga", 0.40, false},
+	} {
+		row := rowNamed(t, rows, tc.leg)
+		if d := row.Ratio - tc.ratio; d < -1e-9 || d > 1e-9 || row.Met == nil || *row.Met != tc.met || !row.TargetOnRatio || row.Target[:2] != "<=" {
+			t.Errorf("%s: ratio %.3f met %v target %q, want %.2f %v", tc.leg, row.Ratio, row.Met, row.Target, tc.ratio, tc.met)
+		}
+	}
+	r.Cases[2].TopProcesses = nil // the broker not among the top processes: no row, not a met budget
+	for _, row := range AllRows(r, o, false, 25) {
+		if row.Leg == "CPU budget: broker per admitted reservation (µs)" {
+			t.Errorf("row from an unmeasured figure: %+v", row)
+		}
+	}
+}
+
+// The counts per operation come out as reference rows.
+func TestShapeRows(t *testing.T) {
+	r, o := sampleReports()
+	r.Cases[0].RedisCommands, r.Cases[2].RedisCommands = 1, 2.5
+	o.Sagas.History = &HistoryShape{Sampled: 20, Events: 31, WorkflowTasks: 6, Activities: 4, Upserts: 2}
+	rows := AllRows(r, o, false, 25)
+	if c := rowNamed(t, rows, "Redis commands per admitted"); c.Ratio != 2.5 || c.Met != nil {
+		t.Errorf("commands row %+v", c)
+	}
+	if e := rowNamed(t, rows, "saga history events"); e.Project != 31 || !strings.Contains(e.Note, "20 sagas sampled") {
+		t.Errorf("events row %+v", e)
+	}
+	if w := rowNamed(t, rows, "saga workflow tasks"); w.Project != 6 || !strings.Contains(w.Note, "4.0 activities") {
+		t.Errorf("tasks row %+v", w)
+	}
+}

@@ -26,10 +26,11 @@ func (e *benchEnv) sample(ctx context.Context) (CPUSample, error) {
 		return s, err
 	}
 	s.MachineBusy, s.MachineTotal = busy, total
-	info, err := e.rdb.InfoMap(ctx, "cpu", "persistence").Result()
+	info, err := e.rdb.InfoMap(ctx, "cpu", "persistence", "stats").Result()
 	if err != nil {
-		return s, fmt.Errorf("redis INFO cpu persistence: %w", err)
+		return s, fmt.Errorf("redis INFO cpu persistence stats: %w", err)
 	}
+	s.RedisCommands, _ = strconv.ParseInt(info["Stats"]["total_commands_processed"], 10, 64)
 	rewrites, _ := strconv.ParseInt(info["Persistence"]["aof_rewrites"], 10, 64)
 	saves, _ := strconv.ParseInt(info["Persistence"]["rdb_saves"], 10, 64)
 	s.AOFRewrites = rewrites + saves
@@ -73,6 +74,9 @@ func (c *Case) account(s0, s1 CPUSample, ncpu, n int, child string, childCPU tim
 	c.TopProcesses = topProcs(use, procs, n)
 	c.OtherWorkPct = otherWork(use, procs, ncpu)
 	c.RedisSnapshots = s1.AOFRewrites - s0.AOFRewrites
+	if n > 0 {
+		c.RedisCommands = float64(s1.RedisCommands-s0.RedisCommands) / float64(n)
+	}
 }
 
 // topProcs lists the 5 busiest processes and, last, the machine time no

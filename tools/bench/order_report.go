@@ -55,6 +55,8 @@ type SagaLeg struct {
 	Terminated int     `json:"terminated"`
 	Outcome    string  `json:"outcome"`
 	CPU        LegCPU  `json:"cpu"`
+	// History is the forward path's shape in Temporal, per saga.
+	History *HistoryShape `json:"history,omitempty"`
 }
 
 // BrokerLeg is the RocketMQ leg: the backlog's messages produced to the

@@ -47,6 +47,9 @@ type Case struct {
 	// RedisSnapshots counts Redis AOF rewrites and RDB saves (forks) that
 	// ran during the case.
 	RedisSnapshots int64 `json:"redis_snapshots"`
+	// RedisCommands is the commands Redis processed per request during the
+	// case (a script call counts once; the workers' own polling is in it).
+	RedisCommands float64 `json:"redis_commands_per_req"`
 }
 
 // ProcCost is one process group's CPU time per request.

@@ -141,6 +141,12 @@ func (e *orderEnv) sagaLeg(ctx context.Context) error {
 	if open != 0 {
 		return fmt.Errorf("(c) sagas: Redis open_reserved is %d after the drain, want 0", open)
 	}
+	if leg.History, err = e.historyShape(ctx); err != nil {
+		return fmt.Errorf("(c) sagas: %w", err)
+	}
+	h := leg.History
+	e.progress("(c) sagas: per saga (%d sampled): %.1f history events, %.1f workflow tasks, %.1f activities, %.1f search attribute upserts",
+		h.Sampled, h.Events, h.WorkflowTasks, h.Activities, h.Upserts)
 	return nil
 }
 

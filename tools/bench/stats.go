@@ -55,6 +55,9 @@ type CPUSample struct {
 	Self        float64 // seconds, user + system of this process
 	Procs       ProcTicks
 	AOFRewrites int64 // Redis aof_rewrites + rdb_saves (INFO persistence)
+	// RedisCommands is total_commands_processed (INFO stats): every
+	// client's commands, scripts counting once each.
+	RedisCommands int64
 }
 
 // CPUUse is where CPU time went between two samples, in core-seconds.

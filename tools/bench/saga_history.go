@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+)
+
+// historySample is how many of the drained sagas have their history read.
+const historySample = 20
+
+// HistoryShape is what a saga's forward path (started, order created,
+// waiting for payment) left in Temporal, per saga, over a sample.
+type HistoryShape struct {
+	Sampled int `json:"sampled"`
+	// Events is the history length; WorkflowTasks the workflow tasks
+	// completed; Activities the activities scheduled; Upserts the search
+	// attribute upserts (each a visibility write).
+	Events        float64 `json:"events_per_saga"`
+	WorkflowTasks float64 `json:"workflow_tasks_per_saga"`
+	Activities    float64 `json:"activities_per_saga"`
+	Upserts       float64 `json:"upserts_per_saga"`
+}
+
+// historyShape reads the histories of up to historySample started sagas.
+func (e *orderEnv) historyShape(ctx context.Context) (*HistoryShape, error) {
+	e.mu.Lock()
+	wids := append([]string(nil), e.startedIDs[:min(historySample, len(e.startedIDs))]...)
+	e.mu.Unlock()
+	h := &HistoryShape{}
+	for _, wid := range wids {
+		it := e.conns.Temporal.GetWorkflowHistory(ctx, wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return nil, fmt.Errorf("history of %s: %w", wid, err)
+			}
+			h.Events++
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				h.WorkflowTasks++
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+				h.Activities++
+			case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+				h.Upserts++
+			}
+		}
+		h.Sampled++
+	}
+	if h.Sampled > 0 {
+		n := float64(h.Sampled)
+		h.Events, h.WorkflowTasks, h.Activities, h.Upserts = h.Events/n, h.WorkflowTasks/n, h.Activities/n, h.Upserts/n
+	}
+	return h, nil
+}
