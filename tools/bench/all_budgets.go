@@ -92,7 +92,8 @@ func shapeRows(r *Report, o *OrderReport) []AllRow {
 		if hi, ri := r.Case(caseHTTPInStock), r.Case(caseRawInStock); hi != nil && ri != nil && hi.RedisCommands > 0 && ri.RedisCommands > 0 {
 			rows = append(rows, noisy(AllRow{Leg: "Redis commands per admitted reservation (HTTP)", Project: hi.RedisCommands,
 				BaselineName: "per raw EVALSHA", Baseline: ri.RedisCommands, Ratio: hi.RedisCommands / ri.RedisCommands,
-				Note: "every client's commands during the case, the workers' polling included"}, hi.OtherWorkPct, ri.OtherWorkPct))
+				Note: "INFO total_commands_processed: a script call and each command it runs count, and every client's commands during the case (the workers' polling too)"},
+				hi.OtherWorkPct, ri.OtherWorkPct))
 		}
 	}
 	if o != nil && o.Sagas != nil && o.Sagas.History != nil && o.Sagas.History.Sampled > 0 {
@@ -101,7 +102,7 @@ func shapeRows(r *Report, o *OrderReport) []AllRow {
 		rows = append(rows,
 			AllRow{Leg: "saga history events", Project: h.Events, Note: note},
 			AllRow{Leg: "saga workflow tasks", Project: h.WorkflowTasks,
-				Note: fmt.Sprintf("%.1f activities and %.1f search attribute upserts per saga", h.Activities, h.Upserts)})
+				Note: fmt.Sprintf("%.1f activities, %.1f markers (local activities) and %.1f search attribute upserts per saga", h.Activities, h.Markers, h.Upserts)})
 	}
 	return rows
 }

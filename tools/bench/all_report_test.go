@@ -164,7 +164,7 @@ func TestBudgetRows(t *testing.T) {
 func TestShapeRows(t *testing.T) {
 	r, o := sampleReports()
 	r.Cases[0].RedisCommands, r.Cases[2].RedisCommands = 1, 2.5
-	o.Sagas.History = &HistoryShape{Sampled: 20, Events: 31, WorkflowTasks: 6, Activities: 4, Upserts: 2}
+	o.Sagas.History = &HistoryShape{Sampled: 20, Events: 31, WorkflowTasks: 6, Activities: 4, Markers: 3, Upserts: 2}
 	rows := AllRows(r, o, false, 25)
 	if c := rowNamed(t, rows, "Redis commands per admitted"); c.Ratio != 2.5 || c.Met != nil {
 		t.Errorf("commands row %+v", c)
@@ -172,7 +172,7 @@ func TestShapeRows(t *testing.T) {
 	if e := rowNamed(t, rows, "saga history events"); e.Project != 31 || !strings.Contains(e.Note, "20 sagas sampled") {
 		t.Errorf("events row %+v", e)
 	}
-	if w := rowNamed(t, rows, "saga workflow tasks"); w.Project != 6 || !strings.Contains(w.Note, "4.0 activities") {
+	if w := rowNamed(t, rows, "saga workflow tasks"); w.Project != 6 || !strings.Contains(w.Note, "4.0 activities, 3.0 markers") {
 		t.Errorf("tasks row %+v", w)
 	}
 }

@@ -145,8 +145,8 @@ func (e *orderEnv) sagaLeg(ctx context.Context) error {
 		return fmt.Errorf("(c) sagas: %w", err)
 	}
 	h := leg.History
-	e.progress("(c) sagas: per saga (%d sampled): %.1f history events, %.1f workflow tasks, %.1f activities, %.1f search attribute upserts",
-		h.Sampled, h.Events, h.WorkflowTasks, h.Activities, h.Upserts)
+	e.progress("(c) sagas: per saga (%d sampled): %.1f history events, %.1f workflow tasks, %.1f activities, %.1f markers, %.1f search attribute upserts",
+		h.Sampled, h.Events, h.WorkflowTasks, h.Activities, h.Markers, h.Upserts)
 	return nil
 }
 

@@ -15,11 +15,13 @@ const historySample = 20
 type HistoryShape struct {
 	Sampled int `json:"sampled"`
 	// Events is the history length; WorkflowTasks the workflow tasks
-	// completed; Activities the activities scheduled; Upserts the search
+	// completed; Activities the activities scheduled; Markers the recorded
+	// markers (local activities, side effects); Upserts the search
 	// attribute upserts (each a visibility write).
 	Events        float64 `json:"events_per_saga"`
 	WorkflowTasks float64 `json:"workflow_tasks_per_saga"`
 	Activities    float64 `json:"activities_per_saga"`
+	Markers       float64 `json:"markers_per_saga"`
 	Upserts       float64 `json:"upserts_per_saga"`
 }
 
@@ -42,6 +44,8 @@ func (e *orderEnv) historyShape(ctx context.Context) (*HistoryShape, error) {
 				h.WorkflowTasks++
 			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 				h.Activities++
+			case enumspb.EVENT_TYPE_MARKER_RECORDED:
+				h.Markers++
 			case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
 				h.Upserts++
 			}
@@ -50,7 +54,7 @@ func (e *orderEnv) historyShape(ctx context.Context) (*HistoryShape, error) {
 	}
 	if h.Sampled > 0 {
 		n := float64(h.Sampled)
-		h.Events, h.WorkflowTasks, h.Activities, h.Upserts = h.Events/n, h.WorkflowTasks/n, h.Activities/n, h.Upserts/n
+		h.Events, h.WorkflowTasks, h.Activities, h.Markers, h.Upserts = h.Events/n, h.WorkflowTasks/n, h.Activities/n, h.Markers/n, h.Upserts/n
 	}
 	return h, nil
 }
