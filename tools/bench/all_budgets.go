@@ -100,6 +100,8 @@ func shapeRows(r *Report, o *OrderReport) []AllRow {
 		h := o.Sagas.History
 		note := fmt.Sprintf("forward path (started, order created, waiting for payment), %d sagas sampled", h.Sampled)
 		rows = append(rows,
+			AllRow{Leg: "saga requests to the Temporal frontend", Project: o.Sagas.Requests,
+				Note: "the bench process's client during the drain: starts, long polls, task completions, reads"},
 			AllRow{Leg: "saga history events", Project: h.Events, Note: note},
 			AllRow{Leg: "saga workflow tasks", Project: h.WorkflowTasks,
 				Note: fmt.Sprintf("%.1f activities, %.1f markers (local activities) and %.1f search attribute upserts per saga", h.Activities, h.Markers, h.Upserts)})

@@ -57,6 +57,9 @@ type SagaLeg struct {
 	CPU        LegCPU  `json:"cpu"`
 	// History is the forward path's shape in Temporal, per saga.
 	History *HistoryShape `json:"history,omitempty"`
+	// Requests is the gRPC requests this process's Temporal client made
+	// per saga during the drain (starts, polls, task completions).
+	Requests float64 `json:"temporal_requests_per_saga"`
 }
 
 // BrokerLeg is the RocketMQ leg: the backlog's messages produced to the

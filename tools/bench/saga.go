@@ -116,6 +116,7 @@ func (e *orderEnv) sagaLeg(ctx context.Context) error {
 	}
 
 	e.progress("(c) sagas: starting %d sagas on task queue %s from %d goroutines (saga starter code)", n, e.cfg.TemporalTaskQueue, e.o.Starters)
+	calls0 := temporalRequests(e.tel)
 	w := StartCPUWindow()
 	t0 := time.Now()
 	starts := e.startSagas(ctx, st, bodies, t0)
@@ -141,12 +142,13 @@ func (e *orderEnv) sagaLeg(ctx context.Context) error {
 	if open != 0 {
 		return fmt.Errorf("(c) sagas: Redis open_reserved is %d after the drain, want 0", open)
 	}
+	leg.Requests = (temporalRequests(e.tel) - calls0) / float64(n)
 	if leg.History, err = e.historyShape(ctx); err != nil {
 		return fmt.Errorf("(c) sagas: %w", err)
 	}
 	h := leg.History
-	e.progress("(c) sagas: per saga (%d sampled): %.1f history events, %.1f workflow tasks, %.1f activities, %.1f markers, %.1f search attribute upserts",
-		h.Sampled, h.Events, h.WorkflowTasks, h.Activities, h.Markers, h.Upserts)
+	e.progress("(c) sagas: per saga: %.1f requests to the Temporal frontend; (%d sampled) %.1f history events, %.1f workflow tasks, %.1f activities, %.1f markers, %.1f search attribute upserts",
+		leg.Requests, h.Sampled, h.Events, h.WorkflowTasks, h.Activities, h.Markers, h.Upserts)
 	return nil
 }
 

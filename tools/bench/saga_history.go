@@ -3,8 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/seckill/seckill/app"
 )
 
 // historySample is how many of the drained sagas have their history read.
@@ -57,4 +60,13 @@ func (e *orderEnv) historyShape(ctx context.Context) (*HistoryShape, error) {
 		h.Events, h.WorkflowTasks, h.Activities, h.Markers, h.Upserts = h.Events/n, h.WorkflowTasks/n, h.Activities/n, h.Markers/n, h.Upserts/n
 	}
 	return h, nil
+}
+
+// temporalRequests is the count of gRPC requests the Temporal SDK's client
+// in this process has made (its temporal_request and temporal_long_request
+// counters, every operation). The SDK reports its metrics once a second:
+// this waits one report so the last second's requests are in.
+func temporalRequests(tel *app.Telemetry) float64 {
+	time.Sleep(1100 * time.Millisecond) // the SDK's metrics report interval (temporalx), no event to await
+	return counterValue(tel.Registry, "temporal_request_total", nil) + counterValue(tel.Registry, "temporal_long_request_total", nil)
 }
