@@ -120,6 +120,12 @@ postgres_up() {
   if running postgres && runuser -u postgres -- "$PG_BIN/pg_isready" -q -h "$PG_SOCK" -p "$PG_PORT"; then
     log "postgres: already running"
   else
+    if running postgres; then
+      # e.g. an older checkout's on another port: stopped before a server on
+      # $PG_PORT opens the same data directory
+      log "postgres: running but not answering on :$PG_PORT: restarting it"
+      postgres_down
+    fi
     port_open 127.0.0.1 "$PG_PORT" && fail postgres "$lf" "port $PG_PORT is taken by another process"
     warn_ephemeral postgres "$PG_PORT"
     log "postgres: starting on 127.0.0.1:$PG_PORT"
@@ -164,13 +170,17 @@ redis_auth_conf() {
 }
 
 redis_up() {
-  if running redis && [ "$(env -u REDISCLI_AUTH redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; then
-    # an older checkout's Redis, without the password: restart it with one
-    log "redis: running without the stack's password: restarting it"
+  # A Redis of an older checkout (without the password, or on another port)
+  # is restarted on this one's settings; two on one data directory never run.
+  if running redis; then
+    if [ "$(env -u REDISCLI_AUTH redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; then
+      log "redis: running without the stack's password: restarting it"
+    elif redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then
+      log "redis: already running"; return
+    else
+      log "redis: running but not answering on :$REDIS_PORT with the stack's password: restarting it"
+    fi
     stop_pid redis 30
-  fi
-  if running redis && redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then
-    log "redis: already running"; return
   fi
   port_open 127.0.0.1 "$REDIS_PORT" && fail redis "$(logfile redis)" "port $REDIS_PORT is taken by another process"
   mkdir -p "$STACK_DIR/data/redis"
