@@ -16,7 +16,7 @@ export SECKILL_ENV ?= development
 # The API contract test's tool (scripts/stack.sh up installs it).
 export SECKILL_SCHEMATHESIS ?= $(CURDIR)/.stack/venv/bin/st
 
-.PHONY: up down status build migrate run test test-temporal-server test-redis-cluster lint promtool-rules deploy-check bench chaos fuzz contract
+.PHONY: up down status build migrate run test test-temporal-server test-redis-cluster test-redis-failover lint promtool-rules deploy-check bench chaos fuzz contract
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill
@@ -80,7 +80,8 @@ test-temporal-server: up
 	$(GO) test $(TEST_FLAGS) -tags failpoints -race -p 1 -count=1 -timeout 40m ./e2e
 
 ## test-redis-cluster: the integration packages of `make test` (not e2e, not the crash-point matrix) against
-## a 3-master Redis Cluster on 127.0.0.1:17001-17003 (SECKILL_REDIS=cluster make up starts it beside the stack;
+## a Redis Cluster of 3 masters on 127.0.0.1:17001-17003, a replica each on 17101-17103 (SECKILL_REDIS=cluster
+## make up starts it beside the stack;
 ## docs/operations.md#redis-cluster). With the stack already up from another checkout: STACK_UP= (then only
 ## `scripts/stack.sh redis-cluster up` runs). TEST_FLAGS=-v lists each test.
 SECKILL_REDIS_CLUSTER_PORTS ?= 17001 17002 17003
@@ -92,6 +93,19 @@ test-redis-cluster: $(STACK_UP)
 	scripts/stack.sh redis-cluster up
 	@echo "SECKILL_REDIS_CLUSTER_ADDRS=$$SECKILL_REDIS_CLUSTER_ADDRS"
 	$(GO) test $(TEST_FLAGS) -tags failpoints -race -count=1 $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/tools/chaos$$')
+
+## test-redis-failover: a Redis Cluster master SIGKILLed for good mid-burst (e2e TestRedisClusterMasterFailover):
+## its replica takes over, admission goes on, reconciliation finds what replication lost and the rebuild from
+## PostgreSQL repairs it; prints the failover time and the units lost (docs/scale.md#failover). Starts the
+## cluster with a replica per master (SECKILL_REDIS_CLUSTER_REPLICAS=1, ports 17101-17103) and restarts the
+## killed node at the end. STACK_UP= as for test-redis-cluster.
+test-redis-failover: export SECKILL_REDIS = cluster
+test-redis-failover: export SECKILL_REDIS_CLUSTER_PORTS := $(SECKILL_REDIS_CLUSTER_PORTS)
+test-redis-failover: export SECKILL_REDIS_CLUSTER_ADDRS = $(subst $(space),$(comma),$(strip $(patsubst %,127.0.0.1:%,$(SECKILL_REDIS_CLUSTER_PORTS))))
+test-redis-failover: export SECKILL_FAILOVER = redis
+test-redis-failover: $(STACK_UP)
+	scripts/stack.sh redis-cluster up
+	$(GO) test -v -tags failpoints -count=1 -timeout 15m -run '^TestRedisClusterMasterFailover$$' ./e2e
 
 ## contract: the API contract test alone, longer (Schemathesis, EXAMPLES per operation; make test runs 100)
 contract: up

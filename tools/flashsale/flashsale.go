@@ -54,6 +54,17 @@ type Options struct {
 	// goes to it over HTTP and the running workers (bin/seckill worker) do
 	// the rest; this process starts neither (see attach).
 	Gateway string
+	// Disrupt, when set, runs once while the buyers race, as soon as half
+	// of them were answered (a failover test kills a node there); the
+	// buyers go on meanwhile. Its error ends the sale with that error.
+	Disrupt func(ctx context.Context) error
+	// RetryUnavailable > 0: a buyer answered 503 (or not answered) tries
+	// again with the same Idempotency-Key every 200 ms for up to this
+	// long, as a client honouring Retry-After would (default: 3 tries).
+	RetryUnavailable time.Duration
+	// Telemetry, when set, receives the in-process gateway's and workers'
+	// metrics (a test reads its counters); a registry of its own otherwise.
+	Telemetry *app.Telemetry
 
 	prog *progress // draws on Progress
 }
@@ -73,6 +84,10 @@ type Report struct {
 	Violations []invariants.Violation
 	AdmitTime  time.Duration
 	DrainTime  time.Duration
+	// With Options.Disrupt: how long it ran, and the reservations
+	// admitted (202) after it returned.
+	DisruptTime          time.Duration
+	AcceptedAfterDisrupt int
 	// Outcomes are the final outcomes, each with its Temporal UI query.
 	Outcomes []Outcome
 	// UI and Namespace make the outcomes' Temporal UI links.
@@ -115,7 +130,10 @@ type system struct {
 // start opens the connections and starts the gateway on a free loopback
 // port and every worker.
 func start(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options) (*system, error) {
-	tel := app.NewTelemetry()
+	tel := opts.Telemetry
+	if tel == nil {
+		tel = app.NewTelemetry()
+	}
 	conns, err := app.Open(ctx, cfg, "seckill-demo", true, log, tel)
 	if err != nil {
 		return nil, err
@@ -175,7 +193,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 	if err := setUp(ctx, client, sys, opts); err != nil {
 		return rep, err
 	}
-	rep.admit(ctx, client, authn.Mint, sys.base, opts)
+	if err := rep.admit(ctx, client, authn.Mint, sys.base, opts); err != nil {
+		return rep, err
+	}
 
 	drainStart := time.Now()
 	deadline := time.Now().Add(opts.Timeout)
@@ -231,12 +251,13 @@ func setUp(ctx context.Context, client *http.Client, sys *system, opts Options) 
 }
 
 // admit lets opts.Buyers buyers race for the stock, opts.Concurrency at a
-// time, and counts their answers.
-func (r *Report) admit(ctx context.Context, client *http.Client, mint func(int64, time.Duration) (string, error), base string, opts Options) {
+// time, and counts their answers; with opts.Disrupt, runs it at half way.
+func (r *Report) admit(ctx context.Context, client *http.Client, mint func(int64, time.Duration) (string, error), base string, opts Options) error {
 	start := time.Now()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var answered atomic.Int64
+	d := newDisruption(ctx, opts)
 	stopBar := make(chan struct{})
 	barDone := make(chan struct{})
 	go func() { // the admission bar
@@ -258,11 +279,16 @@ func (r *Report) admit(ctx context.Context, client *http.Client, mint func(int64
 		go func() {
 			defer wg.Done()
 			for u := range jobs {
-				code := buy(ctx, client, mint, base, opts.ActivityID, int64(u))
+				code := buy(ctx, client, mint, base, opts.ActivityID, int64(u), opts.RetryUnavailable)
 				mu.Lock()
 				r.HTTP[code]++
+				if code == http.StatusAccepted && d.over() {
+					r.AcceptedAfterDisrupt++
+				}
 				mu.Unlock()
-				answered.Add(1)
+				if answered.Add(1) == int64(opts.Buyers/2) {
+					d.start()
+				}
 			}
 		}()
 	}
@@ -277,6 +303,9 @@ func (r *Report) admit(ctx context.Context, client *http.Client, mint func(int64
 	r.Accepted = r.HTTP[http.StatusAccepted]
 	opts.prog.update("admission", answered.Load(), int64(opts.Buyers), "buyers answered")
 	opts.prog.printf("admission done in %s: %v (202 = QUEUED, 409 = sold out)\n", r.AdmitTime.Round(time.Millisecond), r.HTTP)
+	var err error
+	r.DisruptTime, err = d.wait()
+	return err
 }
 
 // awaitFinal waits until every accepted reservation is final and Redis holds
@@ -322,14 +351,18 @@ func (r *Report) count(ctx context.Context, conns *app.Conns, activityID int64) 
 		FROM inventory_reservation WHERE activity_id = $1`, activityID).Scan(&r.Orders, &r.Compensated, &r.Manual, &r.Other)
 }
 
-func buy(ctx context.Context, c *http.Client, mint func(int64, time.Duration) (string, error), base string, activityID, user int64) int {
+func buy(ctx context.Context, c *http.Client, mint func(int64, time.Duration) (string, error), base string, activityID, user int64, retryFor time.Duration) int {
 	tok, err := mint(user, time.Hour)
 	if err != nil {
 		return -1
 	}
 	url := fmt.Sprintf("%s/v1/activities/%d/skus/%d/reservations", base, activityID, SKUID)
 	key := uuid.NewString()
-	for attempt := 0; attempt < 3; attempt++ { // a client retries with the same Idempotency-Key
+	until := time.Now().Add(retryFor)
+	for attempt := 0; attempt < 3 || time.Now().Before(until); attempt++ { // a client retries with the same Idempotency-Key
+		if attempt >= 3 && waitCtx(ctx, 200*time.Millisecond) != nil {
+			break
+		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set("Idempotency-Key", key)

@@ -102,8 +102,10 @@ func openCluster(ctx context.Context, seeds []string, poolSize int, a auth) (*re
 		ReadTimeout:  readTimeout,
 		WriteTimeout: writeTimeout,
 
-		ContextTimeoutEnabled: true,
+		ContextTimeoutEnabled:      true,
+		ClusterStateReloadInterval: clusterStateReload,
 	})
+	c.AddHook(rerouteOnUnreachable{c})
 	where := "cluster " + strings.Join(addrs, ",")
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
