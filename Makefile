@@ -16,7 +16,7 @@ export SECKILL_ENV ?= development
 # The API contract test's tool (scripts/stack.sh up installs it).
 export SECKILL_SCHEMATHESIS ?= $(CURDIR)/.stack/venv/bin/st
 
-.PHONY: up down status build migrate run test test-temporal-server test-redis-cluster test-redis-failover lint promtool-rules deploy-check bench chaos fuzz contract
+.PHONY: up down status build migrate run test test-temporal-server test-redis-cluster test-redis-failover test-broker-failover lint promtool-rules deploy-check bench chaos fuzz contract
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill
@@ -106,6 +106,17 @@ test-redis-failover: export SECKILL_FAILOVER = redis
 test-redis-failover: $(STACK_UP)
 	scripts/stack.sh redis-cluster up
 	$(GO) test -v -tags failpoints -count=1 -timeout 15m -run '^TestRedisClusterMasterFailover$$' ./e2e
+
+## test-broker-failover: broker-a of two RocketMQ broker groups SIGKILLed for good mid-burst (e2e
+## TestRocketMQBrokerFailover): admission goes on, sends move to broker-b, the send-due scanner resends what
+## the dead broker failed or kept, the inbox absorbs the duplicates; prints the send and consume counts
+## (docs/scale.md#failover). Starts broker-b (SECKILL_ROCKETMQ_BROKERS=2, 127.0.0.1:10921) with the topics on
+## both, and broker-a again at the end.
+test-broker-failover: export SECKILL_ROCKETMQ_BROKERS = 2
+test-broker-failover: export SECKILL_FAILOVER = broker
+test-broker-failover: $(STACK_UP)
+	scripts/stack.sh up
+	$(GO) test -v -tags failpoints -count=1 -timeout 15m -run '^TestRocketMQBrokerFailover$$' ./e2e
 
 ## contract: the API contract test alone, longer (Schemathesis, EXAMPLES per operation; make test runs 100)
 contract: up

@@ -1,11 +1,13 @@
 # shellcheck shell=bash
-# Apache RocketMQ 5.x (name server + one broker) for the local stack, run from
+# Apache RocketMQ 5.x (name server + one broker, or two broker groups with
+# SECKILL_ROCKETMQ_BROKERS=2) for the local stack, run from
 # Maven Central artifacts with plain `java -cp`. Sourced by scripts/stack.sh
 # after scripts/stack/lib.sh (log, fail, start_bg, stop_pid, running,
 # port_open, wait_until, $ROOT, $STACK_DIR).
 #
-#   rocketmq_up      resolve the classpath once (mvn), start namesrv + broker,
-#                    wait until the broker is registered, create $ROCKETMQ_TOPICS
+#   rocketmq_up      resolve the classpath once (mvn), start namesrv + broker(s),
+#                    wait until each broker is registered, create $ROCKETMQ_TOPICS
+#                    on every broker of the cluster
 #   rocketmq_down    stop broker, then name server
 #   rocketmq_status  one line per process
 #
@@ -20,9 +22,17 @@
 #
 # Ports (127.0.0.1): 9876 name server, 10911 broker, 10909 broker fast channel;
 # 10912 broker HA (RocketMQ binds it on all interfaces).
+#
+# Two broker groups (SECKILL_ROCKETMQ_BROKERS=2, docs/scale.md#failover):
+# broker-b beside broker-a in the same cluster and on the same name server,
+# on 10921 (10919, 10922), with its own store (data/rocketmq/store-b), home
+# (home-b: its logs), broker-b.conf and pid file rocketmq-broker-b. Every
+# topic has its queues on both, so producers spread over them and route
+# around a dead one, and a consumer group reads both.
 
 ROCKETMQ_NAMESRV_ADDR=127.0.0.1:9876
 ROCKETMQ_BROKER_ADDR=127.0.0.1:10911
+ROCKETMQ_BROKERS=${SECKILL_ROCKETMQ_BROKERS:-1}
 ROCKETMQ_CLUSTER=DefaultCluster
 # The broker's ACL 2.0 user (a super user, created on the broker's first
 # start with authentication: its password then lives in the store's
@@ -55,14 +65,24 @@ ROCKETMQ_JDK17_FLAGS=(
 )
 
 _rmq_dir() { echo "$STACK_DIR/data/rocketmq"; }
+
+# The broker groups: a (always) and b (SECKILL_ROCKETMQ_BROKERS=2), and of
+# each its process name, listen port and the suffix of its files.
+_rmq_groups() { if [ "$ROCKETMQ_BROKERS" = 2 ]; then echo "a b"; else echo a; fi; }
+_rmq_name() { if [ "$1" = a ]; then echo rocketmq-broker; else echo "rocketmq-broker-$1"; fi; }
+_rmq_port() { if [ "$1" = a ]; then echo 10911; else echo 10921; fi; }
+_rmq_sfx() { if [ "$1" = a ]; then echo ""; else echo "-$1"; fi; }
+_rmq_home() { echo "$(_rmq_dir)/home$(_rmq_sfx "$1")"; }
+_rmq_store() { echo "$(_rmq_dir)/store$(_rmq_sfx "$1")"; }
+_rmq_conf() { echo "$(_rmq_dir)/broker$(_rmq_sfx "$1").conf"; }
 _rmq_src() { echo "$ROOT/scripts/stack/rocketmq"; }
 
-# _rmq_jvm_common LOGBACK_RESOURCE: flags shared by every RocketMQ JVM. user.home and
-# rocketmq.home.dir point into the stack dir; the shaded logback is told which
+# _rmq_jvm_common LOGBACK_RESOURCE [HOME]: flags shared by every RocketMQ JVM. user.home and
+# rocketmq.home.dir point into the stack dir (HOME, default home/); the shaded logback is told which
 # config to use (all of them are on the one classpath) and to keep its status
 # chatter off stdout.
 _rmq_jvm_common() {
-  local home; home="$(_rmq_dir)/home"
+  local home; home=${2:-$(_rmq_dir)/home}
   printf '%s\n' "${ROCKETMQ_JDK17_FLAGS[@]}" \
     -Duser.home="$home" \
     -Drocketmq.home.dir="$home" \
@@ -116,21 +136,24 @@ _rmq_cp() { cat "$(_rmq_dir)/classpath.txt"; }
 # tools.yml with which mqadmin signs its requests. Both files hold the secret:
 # mode 0600.
 _rmq_prepare_conf() {
-  local d; d=$(_rmq_dir)
-  mkdir -p "$d/home/conf" "$d/store/commitlog"
+  local g=${1:-a} d store; d=$(_rmq_dir); store=$(_rmq_store "$g")
+  mkdir -p "$d/home/conf" "$(_rmq_home "$g")" "$store/commitlog"
   (umask 077
   {
     cat "$(_rmq_src)/broker.conf"
     printf '\n# --- added by scripts/stack/rocketmq.sh ---\n'
-    printf 'storePathRootDir=%s\n' "$d/store"
-    printf 'storePathCommitLog=%s\n' "$d/store/commitlog"
+    if [ "$g" != a ]; then
+      printf 'brokerName=broker-%s\nlistenPort=%s\n' "$g" "$(_rmq_port "$g")"
+    fi
+    printf 'storePathRootDir=%s\n' "$store"
+    printf 'storePathCommitLog=%s\n' "$store/commitlog"
     printf 'authenticationEnabled=true\n'
     printf 'authenticationProvider=org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider\n'
     printf 'authenticationMetadataProvider=org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider\n'
     printf 'authorizationMetadataProvider=org.apache.rocketmq.auth.authorization.provider.LocalAuthorizationMetadataProvider\n'
     printf 'initAuthenticationUser={"username":"%s","password":"%s"}\n' "$ROCKETMQ_ACCESS_KEY" "$ROCKETMQ_SECRET_KEY"
     printf 'innerClientAuthenticationCredentials={"accessKey":"%s","secretKey":"%s"}\n' "$ROCKETMQ_ACCESS_KEY" "$ROCKETMQ_SECRET_KEY"
-  } >"$d/broker.conf"
+  } >"$(_rmq_conf "$g")"
   printf 'accessKey: %s\nsecretKey: %s\n' "$ROCKETMQ_ACCESS_KEY" "$ROCKETMQ_SECRET_KEY" >"$d/home/conf/tools.yml")
 }
 
@@ -155,26 +178,29 @@ _rmq_admin() {
   return 0
 }
 
-_rmq_broker_log() { echo "$(_rmq_dir)/home/logs/rocketmqlogs/broker.log"; }
+_rmq_broker_log() { echo "$(_rmq_home "${1:-a}")/logs/rocketmqlogs/broker.log"; }
 
-# _rmq_broker_registered OFFSET: the broker printed "boot success" to its console
+# _rmq_broker_registered GROUP OFFSET: the broker printed "boot success" to its console
 # log and, since byte OFFSET of its own broker.log, reported a completed
 # registration with the name server; and its port accepts connections.
 _rmq_broker_registered() {
-  local off=$1 blog; blog=$(_rmq_broker_log)
-  grep -q 'boot success' "$(logfile rocketmq-broker)" 2>/dev/null || return 1
+  local g=$1 off=$2 blog; blog=$(_rmq_broker_log "$g")
+  grep -q 'boot success' "$(logfile "$(_rmq_name "$g")")" 2>/dev/null || return 1
   [ -f "$blog" ] || return 1
   # broker.log rolled over (128 MiB) since the start: search all of it
   [ "$(wc -c <"$blog")" -ge "$off" ] || off=0
   tail -c +"$((off + 1))" "$blog" | grep -q "Registering current broker to name server completed. TargetHost=$ROCKETMQ_NAMESRV_ADDR" || return 1
-  port_open 127.0.0.1 10911
+  port_open 127.0.0.1 "$(_rmq_port "$g")"
 }
 
-# _rmq_topic_exists TOPIC: the broker's persisted topic table has TOPIC. TOPIC
+# _rmq_topic_exists TOPIC: every broker's persisted topic table has TOPIC. TOPIC
 # goes into an extended regular expression unquoted: topic names are
 # [%|a-zA-Z0-9_-] (RocketMQ's rule), where only | would be special; ours have none.
 _rmq_topic_exists() {
-  grep -Eq "\"topicName\"[[:space:]]*:[[:space:]]*\"$1\"" "$(_rmq_dir)/store/config/topics.json" 2>/dev/null
+  local g
+  for g in $(_rmq_groups); do
+    grep -Eq "\"topicName\"[[:space:]]*:[[:space:]]*\"$1\"" "$(_rmq_store "$g")/config/topics.json" 2>/dev/null || return 1
+  done
 }
 
 _rmq_missing_topics() {
@@ -239,27 +265,28 @@ _rmq_start_namesrv() {
   wait_until rocketmq-namesrv 60 port_open 127.0.0.1 9876
 }
 
+# _rmq_start_broker GROUP: start broker-GROUP and wait until it is registered.
 _rmq_start_broker() {
+  local g=${1:-a}
   local -a jvm
-  local off=0 blog
-  mapfile -t jvm < <(_rmq_jvm_common rmq.broker.logback.xml)
-  local p
-  for p in 10911 10909 10912; do
+  local off=0 blog name port p; name=$(_rmq_name "$g"); port=$(_rmq_port "$g")
+  mapfile -t jvm < <(_rmq_jvm_common rmq.broker.logback.xml "$(_rmq_home "$g")")
+  for p in "$port" "$((port - 2))" "$((port + 1))"; do
     port_open 127.0.0.1 "$p" &&
-      fail rocketmq-broker "$(logfile rocketmq-broker)" "port $p is already in use by a process we did not start"
+      fail "$name" "$(logfile "$name")" "port $p is already in use by a process we did not start"
   done
-  _rmq_prepare_conf
-  sha256sum "$(_rmq_dir)/broker.conf" | cut -d' ' -f1 >"$(_rmq_dir)/broker.conf.started"
-  blog=$(_rmq_broker_log)
+  _rmq_prepare_conf "$g"
+  sha256sum "$(_rmq_conf "$g")" | cut -d' ' -f1 >"$(_rmq_conf "$g").started"
+  blog=$(_rmq_broker_log "$g")
   [ -f "$blog" ] && off=$(wc -c <"$blog")
-  log "rocketmq: starting broker on $ROCKETMQ_BROKER_ADDR"
-  ROCKETMQ_HOME="$(_rmq_dir)/home" start_bg rocketmq-broker "$ROCKETMQ_JAVA" \
+  log "rocketmq: starting broker-$g on 127.0.0.1:$port"
+  ROCKETMQ_HOME="$(_rmq_home "$g")" start_bg "$name" "$ROCKETMQ_JAVA" \
     -server -Xms512m -Xmx1g -XX:MaxDirectMemorySize=512m -XX:+UseG1GC \
     -XX:-OmitStackTraceInFastThrow \
     "${jvm[@]}" -cp "$(_rmq_cp)" org.apache.rocketmq.broker.BrokerStartup \
-    -c "$(_rmq_dir)/broker.conf"
-  wait_until rocketmq-broker 120 _rmq_broker_registered "$off"
-  if grep -q 'InaccessibleObjectException' "$(logfile rocketmq-broker)" "$blog" 2>/dev/null; then
+    -c "$(_rmq_conf "$g")"
+  wait_until "$name" 120 _rmq_broker_registered "$g" "$off"
+  if grep -q 'InaccessibleObjectException' "$(logfile "$name")" "$blog" 2>/dev/null; then
     log "rocketmq: WARNING: InaccessibleObjectException in the broker log (a missing --add-opens?)"
   fi
 }
@@ -268,28 +295,34 @@ _rmq_start_broker() {
 rocketmq_up() {
   local t0=$SECONDS
   _rmq_resolve_classpath
+  [[ $ROCKETMQ_BROKERS =~ ^[12]$ ]] || fail rocketmq "$(logfile rocketmq-broker)" "SECKILL_ROCKETMQ_BROKERS=$ROCKETMQ_BROKERS: 1 or 2 broker groups"
+  local g name
   if ! running rocketmq-namesrv; then
     # a broker that outlives its name server would only re-register after up to
     # 30 s; restart it so registration is immediate and checked.
-    running rocketmq-broker && stop_pid rocketmq-broker 60
+    for g in a b; do running "$(_rmq_name "$g")" && stop_pid "$(_rmq_name "$g")" 60; done
     _rmq_start_namesrv
   fi
-  # A broker started from other settings (an older checkout's, without the
-  # ACL user) is restarted on the settings of this one.
-  if running rocketmq-broker; then
-    _rmq_prepare_conf
-    if [ "$(sha256sum "$(_rmq_dir)/broker.conf" | cut -d' ' -f1)" != "$(cat "$(_rmq_dir)/broker.conf.started" 2>/dev/null)" ]; then
-      log "rocketmq: the broker runs on other settings than $(_rmq_src)/broker.conf and the ACL user's: restarting it"
-      stop_pid rocketmq-broker 60
+  for g in $(_rmq_groups); do
+    name=$(_rmq_name "$g")
+    # A broker started from other settings (an older checkout's, without the
+    # ACL user) is restarted on the settings of this one.
+    if running "$name"; then
+      _rmq_prepare_conf "$g"
+      if [ "$(sha256sum "$(_rmq_conf "$g")" | cut -d' ' -f1)" != "$(cat "$(_rmq_conf "$g").started" 2>/dev/null)" ]; then
+        log "rocketmq: broker-$g runs on other settings than $(_rmq_src)/broker.conf and the ACL user's: restarting it"
+        stop_pid "$name" 60
+      fi
     fi
-  fi
-  running rocketmq-broker || _rmq_start_broker
+    running "$name" || _rmq_start_broker "$g"
+  done
   _rmq_create_topics
-  log "rocketmq: up (namesrv $ROCKETMQ_NAMESRV_ADDR, broker $ROCKETMQ_BROKER_ADDR) in $((SECONDS - t0))s"
+  log "rocketmq: up (namesrv $ROCKETMQ_NAMESRV_ADDR, broker-a $ROCKETMQ_BROKER_ADDR$([ "$ROCKETMQ_BROKERS" = 2 ] && echo ", broker-b 127.0.0.1:10921")) in $((SECONDS - t0))s"
 }
 
-# rocketmq_down: stop broker, then name server.
+# rocketmq_down: stop the brokers (b too if it runs), then the name server.
 rocketmq_down() {
+  stop_pid rocketmq-broker-b 60
   stop_pid rocketmq-broker 60
   stop_pid rocketmq-namesrv 30
 }
@@ -297,10 +330,12 @@ rocketmq_down() {
 # rocketmq_status: one line per process: name, running/stopped, address.
 rocketmq_status() {
   local name addr state
-  for name in rocketmq-namesrv rocketmq-broker; do
+  for name in rocketmq-namesrv rocketmq-broker rocketmq-broker-b; do
     case $name in
       rocketmq-namesrv) addr=$ROCKETMQ_NAMESRV_ADDR ;;
       rocketmq-broker) addr=$ROCKETMQ_BROKER_ADDR ;;
+      rocketmq-broker-b) addr=127.0.0.1:10921
+        [ "$ROCKETMQ_BROKERS" = 2 ] || running "$name" || continue ;;
     esac
     if running "$name"; then
       state="running (pid $(cat "$(pidfile "$name")"))"

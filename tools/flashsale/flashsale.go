@@ -65,6 +65,9 @@ type Options struct {
 	// Telemetry, when set, receives the in-process gateway's and workers'
 	// metrics (a test reads its counters); a registry of its own otherwise.
 	Telemetry *app.Telemetry
+	// OrderDeadline is the reservations' business deadline (default 5 min):
+	// a reservation not made an order by then is rejected, its unit given back.
+	OrderDeadline time.Duration
 
 	prog *progress // draws on Progress
 }
@@ -229,12 +232,15 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 // lowers PostgreSQL's stock below Redis's.
 func setUp(ctx context.Context, client *http.Client, sys *system, opts Options) error {
 	now := time.Now()
-	payTimeout := 900
+	payTimeout, deadline := 900, 300
+	if opts.OrderDeadline > 0 {
+		deadline = int(max(opts.OrderDeadline.Round(time.Second), time.Second) / time.Second)
+	}
 	if opts.PaymentTimeout > 0 {
 		payTimeout = int(max(opts.PaymentTimeout.Round(time.Second), time.Second) / time.Second)
 	}
 	def := sale.Activity{ActivityID: opts.ActivityID, Name: fmt.Sprintf("demo %d", opts.ActivityID), StartsAt: now.Add(-time.Minute),
-		EndsAt: now.Add(time.Hour), PaymentTimeoutSeconds: payTimeout, OrderDeadlineSeconds: 300,
+		EndsAt: now.Add(time.Hour), PaymentTimeoutSeconds: payTimeout, OrderDeadlineSeconds: deadline,
 		SKUs: []sale.SKU{{SKUID: SKUID, Stock: opts.Stock, PriceCents: 4999, Buckets: opts.Buckets}}}
 	if err := post(ctx, client, sys.base+"/v1/admin/activities", sys.cfg.AdminToken, "", def, http.StatusOK); err != nil {
 		return fmt.Errorf("sale set-up: %w", err)
