@@ -16,7 +16,7 @@ export SECKILL_ENV ?= development
 # The API contract test's tool (scripts/stack.sh up installs it).
 export SECKILL_SCHEMATHESIS ?= $(CURDIR)/.stack/venv/bin/st
 
-.PHONY: up down status build migrate run test test-temporal-server test-redis-cluster test-redis-failover test-broker-failover lint promtool-rules deploy-check bench chaos fuzz contract
+.PHONY: up down status build migrate run test test-temporal-server test-redis-cluster test-redis-failover test-broker-failover test-pg-failover lint promtool-rules deploy-check bench chaos fuzz contract
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill
@@ -117,6 +117,17 @@ test-broker-failover: export SECKILL_FAILOVER = broker
 test-broker-failover: $(STACK_UP)
 	scripts/stack.sh up
 	$(GO) test -v -tags failpoints -count=1 -timeout 15m -run '^TestRocketMQBrokerFailover$$' ./e2e
+
+## test-pg-failover: the PostgreSQL leader of a Patroni pair SIGKILLed for good in a sale's payment phase (e2e
+## TestPostgresLeaderFailover): the synchronous standby is promoted, the gateway and the workers reconnect through
+## the multi-host DSN, every payment the provider confirmed is PAID or REFUNDED; prints the failover time
+## (docs/scale.md#failover). Starts the pair (SECKILL_PG=ha: Patroni and etcd, PostgreSQL on 15441/15442) and the
+## killed node again at the end.
+test-pg-failover: export SECKILL_PG = ha
+test-pg-failover: export SECKILL_FAILOVER = pg
+test-pg-failover: $(STACK_UP)
+	scripts/stack.sh pg-ha up
+	SECKILL_PG_DSN="$$(scripts/stack.sh pg-ha dsn)" $(GO) test -v -tags failpoints -count=1 -timeout 15m -run '^TestPostgresLeaderFailover$$' ./e2e
 
 ## contract: the API contract test alone, longer (Schemathesis, EXAMPLES per operation; make test runs 100)
 contract: up

@@ -28,13 +28,9 @@ const (
 // killStackProcess SIGKILLs the stack process whose pid file is name and
 // waits until it is gone.
 func killStackProcess(name string) error {
-	b, err := os.ReadFile(filepath.Join(stackDir, "pids", name+".pid")) // #nosec G304 -- the stack's own pid file
+	pid, err := stackPidOf(name)
 	if err != nil {
 		return err
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return fmt.Errorf("pid file of %s: %w", name, err)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill %s (pid %d): %w", name, pid, err)
@@ -48,13 +44,23 @@ func killStackProcess(name string) error {
 	return nil
 }
 
-// stackRunning: the stack process whose pid file is name runs.
-func stackRunning(name string) bool {
+// stackPidOf reads the pid file scripts/stack.sh keeps for name (the
+// leader of the process group it started).
+func stackPidOf(name string) (int, error) {
 	b, err := os.ReadFile(filepath.Join(stackDir, "pids", name+".pid")) // #nosec G304 -- the stack's own pid file
 	if err != nil {
-		return false
+		return 0, err
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("pid file of %s: %w", name, err)
+	}
+	return pid, nil
+}
+
+// stackRunning: the stack process whose pid file is name runs.
+func stackRunning(name string) bool {
+	pid, err := stackPidOf(name)
 	return err == nil && syscall.Kill(pid, 0) == nil
 }
 

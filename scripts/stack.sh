@@ -24,6 +24,7 @@
 #        scripts/stack.sh install-promtool     (what `make lint` runs without promtool)
 #        scripts/stack.sh temporal-server up|down|drop  (the real Temporal server alone)
 #        scripts/stack.sh redis-cluster up|down|status|drop  (the Redis Cluster alone)
+#        scripts/stack.sh pg-ha up|down|status|drop|dsn  (PostgreSQL with Patroni alone)
 # SECKILL_TEMPORAL=dev (default) or server picks the Temporal of `up`;
 # SECKILL_TEMPORAL_PORT / SECKILL_TEMPORAL_UI_PORT move it (default 7233 / 8233).
 # Every default port lies below Linux's ephemeral range (32768-60999): a
@@ -44,6 +45,7 @@ source "$ROOT/scripts/stack/schemathesis.sh"
 source "$ROOT/scripts/stack/prometheus.sh"
 source "$ROOT/scripts/stack/temporal-server.sh"
 source "$ROOT/scripts/stack/redis-cluster.sh"
+source "$ROOT/scripts/stack/pg-ha.sh"
 source "$ROOT/scripts/stack/app.sh"
 
 PG_BIN=/usr/lib/postgresql/15/bin
@@ -302,6 +304,7 @@ status() {
   if ! running temporal-server; then echo "temporal-server stopped (optional: SECKILL_TEMPORAL=server make up)"; fi
   rocketmq_status
   redis_cluster_status
+  pg_ha_status
   if running prometheus; then echo "prometheus running (pid $(cat "$(pidfile prometheus)"), http://$PROMETHEUS_ADDR)"
   else echo "prometheus stopped (optional: SECKILL_PROMETHEUS=1 make up)"; fi
 }
@@ -314,6 +317,7 @@ up)
   postgres_up
   redis_up
   if [ "${SECKILL_REDIS:-single}" = cluster ]; then redis_cluster_up; fi
+  if [ "${SECKILL_PG:-single}" = ha ]; then pg_ha_up; fi
   rocketmq_up
   if [ "$TEMPORAL_MODE" = server ]; then tserver_up; else temporal_up; fi
   paysim_up
@@ -331,6 +335,7 @@ down)
   tserver_down
   rocketmq_down
   redis_cluster_down
+  pg_ha_down
   stop_pid redis 30
   postgres_down
   ;;
@@ -369,5 +374,15 @@ redis-cluster)
   *) echo "usage: $0 redis-cluster up|down|status|drop" >&2; exit 2 ;;
   esac
   ;;
-*) echo "usage: $0 up|down|status|env|install-promtool|app up|down|env|prometheus up|down|temporal-server up|down|drop|redis-cluster up|down|status|drop" >&2; exit 2 ;;
+pg-ha)
+  case "${2:-}" in
+  up) pg_ha_up; echo "SECKILL_PG_DSN=$(pg_ha_dsn)" ;;
+  down) pg_ha_down ;;
+  status) pg_ha_status ;;
+  drop) pg_ha_down; log "pg-ha: deleting $PGHA_DIR"; rm -rf "$PGHA_DIR" ;;
+  dsn) pg_ha_dsn ;;
+  *) echo "usage: $0 pg-ha up|down|status|drop|dsn" >&2; exit 2 ;;
+  esac
+  ;;
+*) echo "usage: $0 up|down|status|env|install-promtool|app up|down|env|prometheus up|down|temporal-server up|down|drop|redis-cluster up|down|status|drop|pg-ha up|down|status|drop|dsn" >&2; exit 2 ;;
 esac

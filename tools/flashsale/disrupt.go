@@ -62,3 +62,18 @@ func waitCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// retry runs f until it succeeds; with RetryUnavailable, a failure is tried
+// again every 200 ms for up to that long (a store failing over).
+func (opts Options) retry(ctx context.Context, f func() error) error {
+	until := time.Now().Add(opts.RetryUnavailable)
+	for {
+		err := f()
+		if err == nil || !time.Now().Before(until) || ctx.Err() != nil {
+			return err
+		}
+		if werr := waitCtx(ctx, 200*time.Millisecond); werr != nil {
+			return err
+		}
+	}
+}

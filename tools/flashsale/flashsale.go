@@ -60,8 +60,13 @@ type Options struct {
 	Disrupt func(ctx context.Context) error
 	// RetryUnavailable > 0: a buyer answered 503 (or not answered) tries
 	// again with the same Idempotency-Key every 200 ms for up to this
-	// long, as a client honouring Retry-After would (default: 3 tries).
+	// long, as a client honouring Retry-After would (default: 3 tries);
+	// buyers starting a payment, and this harness's own reads of
+	// PostgreSQL and Redis, retry for as long too (a failover test).
 	RetryUnavailable time.Duration
+	// DisruptInPayments runs Disrupt in the payment phase, half the
+	// payment window after it began, instead of at half the buyers.
+	DisruptInPayments bool
 	// Telemetry, when set, receives the in-process gateway's and workers'
 	// metrics (a test reads its counters); a registry of its own otherwise.
 	Telemetry *app.Telemetry
@@ -206,6 +211,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 	if opts.PaymentTimeout > 0 {
 		buyersRun = rep.startBuyers(ctx, cfg, conns, client, authn.Mint, sys.base, opts)
 	}
+	var pd *disruption // Disrupt in the payment phase
+	if opts.DisruptInPayments && opts.Disrupt != nil {
+		pd = newDisruption(ctx, opts)
+		time.AfterFunc(opts.PaymentTimeout/2, pd.start)
+	}
 	if err := rep.awaitFinal(ctx, conns, opts, deadline, sys.werr); err != nil {
 		return rep, err
 	}
@@ -217,6 +227,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 			return rep, err
 		}
 		if err := settle(ctx, conns, opts, deadline, sys.werr); err != nil {
+			return rep, err
+		}
+	}
+	if pd != nil {
+		if rep.DisruptTime, err = pd.wait(); err != nil {
 			return rep, err
 		}
 	}
@@ -264,6 +279,9 @@ func (r *Report) admit(ctx context.Context, client *http.Client, mint func(int64
 	var wg sync.WaitGroup
 	var answered atomic.Int64
 	d := newDisruption(ctx, opts)
+	if opts.DisruptInPayments {
+		d = newDisruption(ctx, Options{})
+	}
 	stopBar := make(chan struct{})
 	barDone := make(chan struct{})
 	go func() { // the admission bar
@@ -318,14 +336,16 @@ func (r *Report) admit(ctx context.Context, client *http.Client, mint func(int64
 // nothing open, printing progress every second.
 func (r *Report) awaitFinal(ctx context.Context, conns *app.Conns, opts Options, deadline time.Time, werr <-chan error) error {
 	for {
-		if err := r.count(ctx, conns, opts.ActivityID); err != nil {
+		var snap invariants.Snapshot
+		if err := opts.retry(ctx, func() (err error) {
+			if err = r.count(ctx, conns, opts.ActivityID); err == nil {
+				snap, err = invariants.Take(ctx, conns.Pool, conns.Redis, opts.ActivityID, SKUID)
+			}
+			return err
+		}); err != nil {
 			return err
 		}
 		done := r.Orders + r.Compensated + r.Manual
-		snap, err := invariants.Take(ctx, conns.Pool, conns.Redis, opts.ActivityID, SKUID)
-		if err != nil {
-			return err
-		}
 		if done >= int64(r.Accepted) && snap.RedisOpen == 0 {
 			return nil
 		}

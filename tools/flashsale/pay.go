@@ -96,7 +96,7 @@ func (r *Report) startBuyers(ctx context.Context, cfg config.Config, conns *app.
 						sem <- struct{}{}
 						defer func() { <-sem }()
 					}
-					if err := act(ctx, c, provider, mint, base, o, kind); err != nil {
+					if err := act(ctx, c, provider, mint, base, o, kind, opts); err != nil {
 						mu.Lock()
 						if firstErr == nil {
 							firstErr = fmt.Errorf("buyer %d (%s): %w", o.user, kind, err)
@@ -121,7 +121,7 @@ func (r *Report) startBuyers(ctx context.Context, cfg config.Config, conns *app.
 			case <-ctx.Done():
 				err = ctx.Err()
 			case <-time.After(200 * time.Millisecond):
-				err = poll()
+				err = opts.retry(ctx, poll)
 			}
 		}
 		wg.Wait()
@@ -134,18 +134,22 @@ func (r *Report) startBuyers(ctx context.Context, cfg config.Config, conns *app.
 func settle(ctx context.Context, conns *app.Conns, opts Options, deadline time.Time, werr <-chan error) error {
 	for {
 		var open, refunding, unrefunded int
-		if err := conns.Pool.QueryRow(ctx, `
+		var snap invariants.Snapshot
+		if err := opts.retry(ctx, func() error {
+			if err := conns.Pool.QueryRow(ctx, `
 			SELECT count(*) FILTER (WHERE o.status IN ('CREATED', 'PAYING', 'CANCEL_PENDING')),
 			       count(*) FILTER (WHERE o.status = 'REFUNDING'),
 			       count(*) FILTER (WHERE o.status = 'CANCELLED' AND EXISTS (SELECT 1 FROM payment_record p
 			           WHERE p.order_id = o.order_id AND p.status = 'SUCCESS'))
 			FROM orders o WHERE o.activity_id = $1`, opts.ActivityID).Scan(&open, &refunding, &unrefunded); err != nil {
+				return err
+			}
+			// A cancelled order's unit goes back to Redis after PostgreSQL's
+			// cancel (an event the workers consume): wait for Redis to agree too.
+			var err error
+			snap, err = invariants.Take(ctx, conns.Pool, conns.Redis, opts.ActivityID, SKUID)
 			return err
-		}
-		// A cancelled order's unit goes back to Redis after PostgreSQL's
-		// cancel (an event the workers consume): wait for Redis to agree too.
-		snap, err := invariants.Take(ctx, conns.Pool, conns.Redis, opts.ActivityID, SKUID)
-		if err != nil {
+		}); err != nil {
 			return err
 		}
 		var behind int64
@@ -172,7 +176,7 @@ func settle(ctx context.Context, conns *app.Conns, opts Options, deadline time.T
 
 // act plays one buyer.
 func act(ctx context.Context, c *http.Client, provider *paysim.Client, mint func(int64, time.Duration) (string, error),
-	base string, o orderRow, b string) error {
+	base string, o orderRow, b string, opts Options) error {
 	if b == NeverPay {
 		return nil
 	}
@@ -197,7 +201,17 @@ func act(ctx context.Context, c *http.Client, provider *paysim.Client, mint func
 		_, err = provider.Pay(ctx, p.TransactionID, paysim.PayOptions{Duplicates: 1})
 		return err
 	}
-	txn, err := startPayment(ctx, c, tok, base, o)
+	var txn string
+	err = opts.retry(ctx, func() (err error) {
+		txn, err = startPayment(ctx, c, tok, base, o)
+		if errors.Is(err, errTooLate) {
+			return nil
+		}
+		return err
+	})
+	if err == nil && txn == "" {
+		err = errTooLate
+	}
 	if errors.Is(err, errTooLate) {
 		return nil // the order expired before its buyer got to pay
 	}
