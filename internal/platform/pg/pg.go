@@ -4,8 +4,13 @@ package pg
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -26,7 +31,16 @@ func Open(ctx context.Context, dsn string, maxConns int32) (*pgxpool.Pool, error
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("ping postgres at %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+		return nil, fmt.Errorf("ping postgres at %s: %w", hosts(cfg.ConnConfig), err)
 	}
 	return pool, nil
+}
+
+// hosts is every host:port of a (multi-host) DSN, as tried.
+func hosts(c *pgx.ConnConfig) string {
+	out := []string{net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))}
+	for _, f := range c.Fallbacks {
+		out = append(out, net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))))
+	}
+	return strings.Join(slices.Compact(out), ",")
 }
