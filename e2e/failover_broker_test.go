@@ -18,12 +18,11 @@ import (
 // resent by the send-due scanner, the producer moves to broker-b when its
 // route refreshes, the saga starter consumes from broker-b, and the inbox
 // absorbs the duplicates. Messages broker-a had stored but nobody consumed
-// are on its disk only: the scanner resends them after their business
-// deadline (plus SECKILL_SEND_RECHECK_AFTER), and they end as durable
-// rejections with their units given back. Every admitted reservation ends
-// as an order or such a rejection, none in manual review, and every
-// invariant holds. Run by `make test-broker-failover`
-// (SECKILL_ROCKETMQ_BROKERS=2 starts broker-b).
+// are on its disk only: once broker-a leaves the topic's route the scanner
+// sends every reservation still waiting again (workers/senddue,
+// stranded.go). Every admitted reservation ends as an order, none rejected
+// or in manual review, and every invariant holds. Run by
+// `make test-broker-failover` (SECKILL_ROCKETMQ_BROKERS=2 starts broker-b).
 func TestRocketMQBrokerFailover(t *testing.T) {
 	if os.Getenv("SECKILL_FAILOVER") != "broker" {
 		t.Skip("kills a RocketMQ broker: run by make test-broker-failover (SECKILL_FAILOVER=broker)")
@@ -32,7 +31,6 @@ func TestRocketMQBrokerFailover(t *testing.T) {
 		t.Fatal("broker-b does not run: make test-broker-failover starts it (SECKILL_ROCKETMQ_BROKERS=2 scripts/stack.sh up)")
 	}
 	cfg := e2eConfig(t)
-	cfg.SendRecheckAfter = 10 * time.Second
 	t.Cleanup(func() { stackUp(t, "up") })
 
 	const stock, buyers = 600, 1000
@@ -41,11 +39,12 @@ func TestRocketMQBrokerFailover(t *testing.T) {
 	defer func() {
 		t.Logf("sends: %v", counters(t, tel.Registry, "seckill_reservation_send_total"))
 		t.Logf("rechecks (published, unsettled, sent again): %v", counters(t, tel.Registry, "seckill_reservation_send_recheck_total"))
+		t.Logf("made due at once when broker-a left the route: %v", counters(t, tel.Registry, "seckill_reservation_send_stranded_total"))
 		t.Logf("consumed by the saga starter: %v", counters(t, tel.Registry, "seckill_order_consume_total"))
 	}()
 	rep, err := flashsale.Run(context.Background(), cfg, logger(), flashsale.Options{ActivityID: testenv.ActivityID(),
 		Stock: stock, Buyers: buyers, Concurrency: 16, RetryUnavailable: 45 * time.Second, Timeout: 4 * time.Minute,
-		OrderDeadline: 30 * time.Second,
+		OrderDeadline: 90 * time.Second,
 		Progress:      testWriter{t}, Telemetry: tel,
 		Disrupt: func(context.Context) error { killedAt = time.Now(); return killStackProcess("rocketmq-broker") }})
 	if err != nil {
@@ -63,12 +62,8 @@ func TestRocketMQBrokerFailover(t *testing.T) {
 	if rep.AcceptedAfterDisrupt == 0 {
 		t.Errorf("nothing admitted after broker-a died (answers %v)", rep.HTTP)
 	}
-	t.Logf("%d admitted: %d orders, %d rejected past their deadline with the unit given back (kept by the dead broker), %d in manual review",
-		rep.Accepted, rep.Orders, rep.Compensated, rep.Manual)
-	if rep.Accepted != stock || rep.Orders+rep.Compensated != stock || rep.Manual != 0 {
-		t.Errorf("%d admitted, %d orders, %d compensated, %d manual; want %d orders or compensations", rep.Accepted, rep.Orders, rep.Compensated, rep.Manual, stock)
-	}
-	if s := rep.Snapshot; s.RedisAvailable != rep.Compensated || s.PGAvailable != rep.Compensated {
-		t.Errorf("%d rejected, but %d units available in Redis and %d in PostgreSQL", rep.Compensated, s.RedisAvailable, s.PGAvailable)
+	t.Logf("%d admitted: %d orders, %d rejected, %d in manual review", rep.Accepted, rep.Orders, rep.Compensated, rep.Manual)
+	if rep.Accepted != stock || rep.Orders != stock || rep.Compensated != 0 || rep.Manual != 0 {
+		t.Errorf("%d admitted, %d orders, %d compensated, %d manual; want %d orders and nothing else", rep.Accepted, rep.Orders, rep.Compensated, rep.Manual, stock)
 	}
 }

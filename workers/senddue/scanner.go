@@ -8,7 +8,8 @@
 // when its lease runs out and another scanner may claim it. It never gives
 // up: an unsent reservation is retried at a capped backoff for as long as it
 // is RESERVED in Redis, and a published one still unsettled past its business
-// deadline is re-sent now and then (reconciliation rejects it durably).
+// deadline is re-sent now and then (reconciliation rejects it durably), or at
+// once when a broker group left the topic's route (stranded.go).
 package senddue
 
 import (
@@ -58,6 +59,11 @@ type Options struct {
 	// looked for at most once per PruneEvery (default a minute).
 	PruneGrace time.Duration
 	PruneEvery time.Duration
+	// Brokers, when set, names the broker groups that hold Topic's queues
+	// (mq.RouteWatch); it is asked every RouteEvery (default 5 s), and a
+	// group that left makes every waiting reservation due now (stranded.go).
+	Brokers    func(ctx context.Context) (map[string]bool, error)
+	RouteEvery time.Duration
 }
 
 // Scanner re-sends due reservations.
@@ -110,6 +116,9 @@ func New(rdb redis.Cmdable, pub reservation.Publisher, opt Options, m *metrics.R
 	if opt.PruneEvery <= 0 {
 		opt.PruneEvery = time.Minute
 	}
+	if opt.RouteEvery <= 0 {
+		opt.RouteEvery = 5 * time.Second
+	}
 	if capped, cut := lease.Cap(opt.SendTimeout, opt.Lease); cut {
 		log.Warn("senddue.send_timeout_capped", "send_timeout", opt.SendTimeout.String(), "lease", opt.Lease.String(),
 			"capped_to", capped.String())
@@ -125,6 +134,12 @@ func New(rdb redis.Cmdable, pub reservation.Publisher, opt Options, m *metrics.R
 // Run scans until ctx ends, again at once after a scan that handled any
 // item (more may be due).
 func (s *Scanner) Run(ctx context.Context) error {
+	if s.opt.Brokers != nil {
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); s.watchBrokers(wctx) }()
+		defer func() { stop(); <-done }()
+	}
 	return poll.Run(ctx, poll.Options{Interval: s.opt.Interval, Log: s.log, FailedEvent: "senddue.scan_failed"},
 		func(ctx context.Context) (bool, error) {
 			n, err := s.ScanOnce(ctx)
@@ -252,15 +267,21 @@ func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string, budget
 		return
 	}
 	now := s.now()
-	recheck := f.MQState == reservation.OutcomePublished
-	if recheck {
+	recheck := f.MQState == reservation.OutcomePublished && time.UnixMilli(f.DeadlineMS).Before(now)
+	switch {
+	case recheck:
 		// Published, yet past its deadline and still unsettled: the message
 		// may be lost (or its saga too); the same message_id again is harmless,
 		// and reconciliation rejects it durably if nothing takes it up.
 		s.m.SendRecheck.Inc()
 		s.log.Warn("reservation.mq_recheck_resend", "reservation_id", ridText, "message_id", f.MessageID,
 			"attempt_count", f.SendAttempts+1, "business_deadline_ms", f.DeadlineMS)
-	} else {
+	case f.MQState == reservation.OutcomePublished:
+		// Published, made due before its deadline: its broker group left the
+		// route (stranded.go).
+		s.log.Info("reservation.mq_stranded_resend", "reservation_id", ridText, "message_id", f.MessageID,
+			"attempt_count", f.SendAttempts+1)
+	default:
 		s.log.Info("reservation.mq_resend_claimed", "reservation_id", ridText, "message_id", f.MessageID,
 			"attempt_count", f.SendAttempts+1)
 	}

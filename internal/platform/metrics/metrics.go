@@ -38,6 +38,7 @@ type Reservation struct {
 	Resend         prometheus.Counter     // seckill_reservation_resend_total
 	SendMissing    prometheus.Counter     // seckill_reservation_send_missing_total
 	SendRecheck    prometheus.Counter     // seckill_reservation_send_recheck_total
+	SendStranded   prometheus.Counter     // seckill_reservation_send_stranded_total
 	SendPending    prometheus.Gauge       // seckill_reservation_send_pending
 	SendOldestAge  prometheus.Gauge       // seckill_reservation_send_oldest_age_seconds
 	Unsettled      prometheus.Gauge       // seckill_reservation_unsettled
@@ -79,6 +80,8 @@ func NewReservation(reg prometheus.Registerer) *Reservation {
 			Help: "send_due items whose reservation hash was gone (removed and left to reconciliation; Redis lost data)."}),
 		SendRecheck: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reservation_send_recheck_total",
 			Help: "Published reservations still unsettled past their business deadline, re-sent by the scanner."}),
+		SendStranded: f.NewCounter(prometheus.CounterOpts{Name: "seckill_reservation_send_stranded_total",
+			Help: "Waiting send_due items made due at once because a broker group left the topic's route (its stored messages may never be read)."}),
 		SendPending: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_reservation_send_pending",
 			Help: "Reservations whose message is not confirmed sent (a failed or unknown last send), as this scanner last saw them."}),
 		SendOldestAge: f.NewGauge(prometheus.GaugeOpts{Name: "seckill_reservation_send_oldest_age_seconds",
