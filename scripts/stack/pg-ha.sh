@@ -125,7 +125,9 @@ _pgha_node_up() {
   mkdir -p "$PGHA_DIR/run-$name"; chown postgres:postgres "$PGHA_DIR" "$PGHA_DIR/run-$name"; chmod 700 "$PGHA_DIR/run-$name"
   _pgha_conf "$name" "$port" "$rest"
   log "pg-ha: starting Patroni $name (PostgreSQL 127.0.0.1:$port, REST 127.0.0.1:$rest)"
-  start_bg "pg-ha-$name" runuser -u postgres -- patroni "$PGHA_DIR/$name.yml"
+  # setpriv execs Patroni as postgres (runuser would stay its parent and
+  # hold on to the signals stop_pid sends).
+  start_bg "pg-ha-$name" setpriv --reuid=postgres --regid=postgres --init-groups --reset-env patroni "$PGHA_DIR/$name.yml"
   chown postgres:postgres "$(logfile "pg-ha-$name")"
 }
 
