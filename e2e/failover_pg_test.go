@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/internal/platform/backoff"
 	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/paysim"
@@ -160,7 +161,7 @@ func (f *pgFailover) kill(ctx context.Context) error {
 			f.promoted, f.took = l, time.Since(at)
 			return nil
 		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+		if err := backoff.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/invariants"
+	"github.com/seckill/seckill/internal/platform/backoff"
 	"github.com/seckill/seckill/internal/platform/metrics"
 	"github.com/seckill/seckill/internal/rebuild"
 	"github.com/seckill/seckill/internal/reconcile"
@@ -156,7 +157,7 @@ func (f *failover) kill(ctx context.Context, cc *redis.ClusterClient, key string
 				}
 			}
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := backoff.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/seckill/seckill/internal/platform/backoff"
 )
 
 // admit lets opts.Buyers buyers race for the stock, opts.Concurrency at a
@@ -82,7 +84,7 @@ func buy(ctx context.Context, c *http.Client, mint func(int64, time.Duration) (s
 	key := uuid.NewString()
 	until := time.Now().Add(retryFor)
 	for attempt := 0; attempt < 3 || time.Now().Before(until); attempt++ { // a client retries with the same Idempotency-Key
-		if attempt >= 3 && waitCtx(ctx, 200*time.Millisecond) != nil {
+		if attempt >= 3 && backoff.Sleep(ctx, 200*time.Millisecond) != nil {
 			break
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seckill/seckill/internal/platform/backoff"
 )
 
 // disruption runs Options.Disrupt once, in its own goroutine, while the
@@ -52,17 +54,6 @@ func (d *disruption) wait() (time.Duration, error) {
 	return d.took, d.err
 }
 
-func waitCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // retry runs f until it succeeds; with RetryUnavailable, a failure is tried
 // again every 200 ms for up to that long (a store failing over).
 func (opts Options) retry(ctx context.Context, f func() error) error {
@@ -72,7 +63,7 @@ func (opts Options) retry(ctx context.Context, f func() error) error {
 		if err == nil || !time.Now().Before(until) || ctx.Err() != nil {
 			return err
 		}
-		if werr := waitCtx(ctx, 200*time.Millisecond); werr != nil {
+		if werr := backoff.Sleep(ctx, 200*time.Millisecond); werr != nil {
 			return err
 		}
 	}

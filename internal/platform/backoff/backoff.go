@@ -3,7 +3,10 @@
 // after a failed attempt, never longer than a cap.
 package backoff
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Exponential is base·2^(attempt-1), capped at limit (attempt 1 or less: base).
 func Exponential(base, limit time.Duration, attempt int) time.Duration {
@@ -12,4 +15,16 @@ func Exponential(base, limit time.Duration, attempt int) time.Duration {
 		d *= 2
 	}
 	return min(d, limit)
+}
+
+// Sleep waits d, or until ctx ends (then its error).
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+
+	"github.com/seckill/seckill/internal/platform/backoff"
 )
 
 // BinaryBuildID is the build id of the running binary: its vcs.revision,
@@ -78,7 +80,7 @@ func PromoteVersion(ctx context.Context, c client.Client, v worker.WorkerDeploym
 		}
 		promote, listed := shouldPromote(d.Info, v)
 		if !listed {
-			if err := sleepCtx(ctx, wait); err != nil {
+			if err := backoff.Sleep(ctx, wait); err != nil {
 				return Promotion{}, fmt.Errorf("worker deployment version %s:%s not listed by the server: %w", v.DeploymentName, v.BuildID, err)
 			}
 			wait = min(2*wait, 2*time.Second)
@@ -97,7 +99,7 @@ func PromoteVersion(ctx context.Context, c client.Client, v worker.WorkerDeploym
 			return Promotion{}, fmt.Errorf("set current version %s:%s: %w", v.DeploymentName, v.BuildID, err)
 		}
 		// Another worker changed the deployment since Describe: decide again.
-		if err := sleepCtx(ctx, wait); err != nil {
+		if err := backoff.Sleep(ctx, wait); err != nil {
 			return Promotion{}, fmt.Errorf("set current version %s:%s: %w", v.DeploymentName, v.BuildID, err)
 		}
 	}
@@ -118,15 +120,4 @@ func shouldPromote(info client.WorkerDeploymentInfo, v worker.WorkerDeploymentVe
 		return !rc.CurrentVersionChangedTime.After(s.CreateTime), true
 	}
 	return false, false
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
