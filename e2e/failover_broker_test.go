@@ -59,9 +59,9 @@ func TestRocketMQBrokerFailover(t *testing.T) {
 	if rep.HTTP[-1] > 0 || rep.HTTP[http.StatusServiceUnavailable] > 0 {
 		t.Errorf("callers unanswered or refused while a broker was down: %v", rep.HTTP)
 	}
-	if rep.AcceptedAfterDisrupt == 0 {
-		t.Errorf("nothing admitted after broker-a died (answers %v)", rep.HTTP)
-	}
+	// Admission does not touch the broker: how many were admitted after the
+	// kill returned depends only on how fast the rest of the burst ran (it
+	// can end first), so it is reported, not asserted.
 	t.Logf("%d admitted: %d orders, %d rejected, %d in manual review", rep.Accepted, rep.Orders, rep.Compensated, rep.Manual)
 	if rep.Accepted != stock || rep.Orders != stock || rep.Compensated != 0 || rep.Manual != 0 {
 		t.Errorf("%d admitted, %d orders, %d compensated, %d manual; want %d orders and nothing else", rep.Accepted, rep.Orders, rep.Compensated, rep.Manual, stock)

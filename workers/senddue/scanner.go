@@ -307,7 +307,7 @@ func (s *Scanner) resend(ctx context.Context, k lua.Keys, ridText string, budget
 	switch state {
 	case reservation.OutcomePublished:
 		s.unsent.forget(ridText)
-		if !recheck {
+		if f.MQState != reservation.OutcomePublished { // its first confirmed send
 			s.m.SendAttempts.Observe(float64(f.SendAttempts + 1))
 		}
 	case reservation.OutcomeUnknown, reservation.StatePending:
