@@ -108,6 +108,23 @@ ensure_packages() {
 # ---------- PostgreSQL ----------
 pg_psql() { runuser -u postgres -- "$PG_BIN/psql" -h "$PG_SOCK" -p "$PG_PORT" -U postgres -v ON_ERROR_STOP=1 -qAt "$@"; }
 
+# project_roles_sql: the project's roles and database (idempotent SQL for psql
+# as a superuser), the same on the single PostgreSQL and the Patroni pair.
+project_roles_sql() {
+  cat <<'SQL'
+SELECT 'CREATE ROLE seckill LOGIN CREATEDB PASSWORD ''seckill'''
+ WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'seckill') \gexec
+ALTER ROLE seckill CREATEDB;
+SELECT 'CREATE DATABASE seckill OWNER seckill'
+ WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'seckill') \gexec
+-- The application's role (migrations grant it the rows, not the schema):
+-- make run's api and worker, and the chaos and e2e processes, log in as it.
+SELECT 'CREATE ROLE seckill_app'
+ WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'seckill_app') \gexec
+ALTER ROLE seckill_app LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD 'seckill';
+SQL
+}
+
 postgres_up() {
   local lf; lf=$(logfile postgres)
   # 0700: the socket trusts local logins, so only postgres (and root) may reach it.
@@ -138,18 +155,7 @@ postgres_up() {
   fi
   wait_until postgres 60 runuser -u postgres -- "$PG_BIN/pg_isready" -q -h "$PG_SOCK" -p "$PG_PORT"
   # Project role and database (idempotent).
-  pg_psql -d postgres <<'SQL' || fail postgres "$lf" "creating role/database failed"
-SELECT 'CREATE ROLE seckill LOGIN CREATEDB PASSWORD ''seckill'''
- WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'seckill') \gexec
-ALTER ROLE seckill CREATEDB;
-SELECT 'CREATE DATABASE seckill OWNER seckill'
- WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'seckill') \gexec
--- The application's role (migrations grant it the rows, not the schema):
--- make run's api and worker, and the chaos and e2e processes, log in as it.
-SELECT 'CREATE ROLE seckill_app'
- WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'seckill_app') \gexec
-ALTER ROLE seckill_app LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD 'seckill';
-SQL
+  project_roles_sql | pg_psql -d postgres || fail postgres "$lf" "creating role/database failed"
 }
 
 postgres_down() {

@@ -162,16 +162,8 @@ pg_ha_up() {
   wait_until pg-ha 120 _pgha_ready
   local leader; leader=$(_pgha_leader_port) || fail pg-ha "$lf" "no leader"
   # The project's roles and database, as on the single PostgreSQL (the standby replicates them).
-  PGPASSWORD=$PGHA_SUPER_PASSWORD "$PG_BIN/psql" -h 127.0.0.1 -p "$leader" \
-    -U postgres -v ON_ERROR_STOP=1 -qAt -d postgres >>"$lf" 2>&1 <<'SQL' || fail pg-ha "$lf" "creating role/database failed"
-SELECT 'CREATE ROLE seckill LOGIN CREATEDB PASSWORD ''seckill'''
- WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'seckill') \gexec
-SELECT 'CREATE DATABASE seckill OWNER seckill'
- WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'seckill') \gexec
-SELECT 'CREATE ROLE seckill_app'
- WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'seckill_app') \gexec
-ALTER ROLE seckill_app LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD 'seckill';
-SQL
+  project_roles_sql | PGPASSWORD=$PGHA_SUPER_PASSWORD "$PG_BIN/psql" -h 127.0.0.1 -p "$leader" \
+    -U postgres -v ON_ERROR_STOP=1 -qAt -d postgres >>"$lf" 2>&1 || fail pg-ha "$lf" "creating role/database failed"
   log "pg-ha: leader on 127.0.0.1:$leader, synchronous standby streaming ($((SECONDS - t0))s)"
 }
 
