@@ -71,20 +71,25 @@ if now >= tonumber(meta[2]) then
     return {-4, '', 'ENDED'}
 end
 
--- 4. Stock.
-local available = tonumber(redis.call('HGET', KEYS[1], 'available') or '0')
+-- 4. Stock. One read of the counters this script moves, one write of them
+-- below (the script is atomic, so HSET of the read values plus the change is
+-- what four HINCRBYs would do, in one command).
+local c = redis.call('HMGET', KEYS[1], 'available', 'open_reserved', 'reserved_total', 'holders_version')
+local available = tonumber(c[1] or '0')
 if available <= 0 then
-    if tonumber(meta[4] or '1') > 1 and redis.call('EXISTS', KEYS[1]) == 1 then
+    -- a counter without 'available' is a missing counter (init_sku.lua writes it)
+    if c[1] and tonumber(meta[4] or '1') > 1 then
         redis.call('HINCRBY', KEYS[1], 'sold_out_hits', 1)
     end
-    return {-1, '', tonumber(redis.call('HGET', KEYS[1], 'holders_version') or '0')}
+    return {-1, '', tonumber(c[4] or '0')}
 end
 
 -- 5. Admit: counters, reservation with every recovery field, send_due, maps.
-redis.call('HINCRBY', KEYS[1], 'available', -1)
-redis.call('HINCRBY', KEYS[1], 'open_reserved', 1)
-redis.call('HINCRBY', KEYS[1], 'reserved_total', 1)
-redis.call('HINCRBY', KEYS[1], 'holders_version', 1)
+redis.call('HSET', KEYS[1],
+    'available', available - 1,
+    'open_reserved', tonumber(c[2] or '0') + 1,
+    'reserved_total', tonumber(c[3] or '0') + 1,
+    'holders_version', tonumber(c[4] or '0') + 1)
 local deadline = now + tonumber(meta[3])
 redis.call('HSET', KEYS[3],
     'status', 'RESERVED',
