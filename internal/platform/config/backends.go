@@ -32,6 +32,9 @@ func (c Config) validateTemporalTLS() error {
 			return &FieldError{Var: f.name, Value: f.v, Reason: "needs SECKILL_TEMPORAL_TLS=true"}
 		}
 	}
+	if c.TemporalCompression != "none" && c.TemporalCompression != "gzip" {
+		return &FieldError{Var: "SECKILL_TEMPORAL_COMPRESSION", Value: c.TemporalCompression, Reason: "must be none or gzip"}
+	}
 	if (c.TemporalCertFile == "") != (c.TemporalKeyFile == "") {
 		return &FieldError{Var: "SECKILL_TEMPORAL_CERT_FILE", Value: c.TemporalCertFile,
 			Reason: "and SECKILL_TEMPORAL_KEY_FILE go together (a client certificate and its key)"}

@@ -76,6 +76,11 @@ type Config struct {
 	TemporalCertFile string `env:"SECKILL_TEMPORAL_CERT_FILE"`
 	TemporalKeyFile  string `env:"SECKILL_TEMPORAL_KEY_FILE"`
 	TemporalAPIKey   string `env:"SECKILL_TEMPORAL_API_KEY"`
+	// TemporalCompression is the gRPC compression of requests to Temporal:
+	// none (default) or gzip (the SDK's own default). Payloads are
+	// encrypted (incompressible) and the rest are ids and small protos, so
+	// gzip only costs CPU on both ends unless the link is slow (a WAN).
+	TemporalCompression string `env:"SECKILL_TEMPORAL_COMPRESSION" envDefault:"none"`
 	// TemporalUI is where people find stuck sagas; printed by the demo.
 	TemporalUI string `env:"SECKILL_TEMPORAL_UI" envDefault:"http://127.0.0.1:8233"`
 

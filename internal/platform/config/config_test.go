@@ -45,6 +45,7 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		{"temporal CA without TLS", "SECKILL_TEMPORAL_CA_FILE", "/etc/ca.pem", "SECKILL_TEMPORAL_CA_FILE"},
 		{"temporal client certificate without TLS", "SECKILL_TEMPORAL_CERT_FILE", "/etc/c.pem", "SECKILL_TEMPORAL_CERT_FILE"},
 		{"temporal TLS not a bool", "SECKILL_TEMPORAL_TLS", "yes please", "SECKILL_TEMPORAL_TLS"},
+		{"unknown temporal compression", "SECKILL_TEMPORAL_COMPRESSION", "zstd", "SECKILL_TEMPORAL_COMPRESSION"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -71,6 +71,9 @@ func clientOptions(cfg config.Config, logger *slog.Logger, opts []Option) (clien
 		return client.Options{}, err
 	}
 	o := client.Options{Namespace: cfg.TemporalNamespace, Logger: tlog.NewStructuredLogger(logger), DataConverter: codec.DataConverter()}
+	if cfg.TemporalCompression == "none" {
+		o.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
+	}
 	if err := secure(cfg, &o); err != nil {
 		return client.Options{}, err
 	}
