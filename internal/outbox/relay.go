@@ -36,23 +36,29 @@ type Claimed struct {
 
 // Claim leases up to batch due rows (PENDING, RETRY, or SENDING with an
 // expired lease, whose next_retry_at has come) to owner for lease, FOR UPDATE
-// SKIP LOCKED, counting an attempt on each.
+// SKIP LOCKED, counting an attempt on each. The rows come in the order they
+// fell due, so a relay that sends only the first few (its lease covers no
+// more) and hands back the rest, which keep their place, starves none.
 func Claim(ctx context.Context, db DB, batch int, owner string, lease time.Duration) ([]Claimed, error) {
 	rows, err := db.Query(ctx, `
 		WITH candidates AS (
-			SELECT event_id, status AS prev_status FROM event_outbox
+			SELECT event_id, status AS prev_status, next_retry_at, created_at FROM event_outbox
 			WHERE (status IN ('PENDING', 'RETRY') OR (status = 'SENDING' AND lease_until < clock_timestamp()))
 			  AND next_retry_at <= clock_timestamp()
 			ORDER BY next_retry_at, created_at
 			FOR UPDATE SKIP LOCKED
 			LIMIT $1
-		)
-		UPDATE event_outbox AS o
-		SET status = 'SENDING', lease_owner = $2, lease_until = clock_timestamp() + $3::interval,
-		    attempt_count = attempt_count + 1
-		FROM candidates c
-		WHERE o.event_id = c.event_id
-		RETURNING o.event_id, o.message_key, o.event_type, o.payload::text, o.attempt_count, c.prev_status = 'SENDING'`,
+		),
+		claimed AS (
+			UPDATE event_outbox AS o
+			SET status = 'SENDING', lease_owner = $2, lease_until = clock_timestamp() + $3::interval,
+			    attempt_count = attempt_count + 1
+			FROM candidates c
+			WHERE o.event_id = c.event_id
+			RETURNING o.event_id, o.message_key, o.event_type, o.payload::text AS payload, o.attempt_count,
+			          c.prev_status = 'SENDING' AS reclaim, c.next_retry_at, c.created_at)
+		SELECT event_id, message_key, event_type, payload, attempt_count, reclaim FROM claimed
+		ORDER BY next_retry_at, created_at, event_id`,
 		batch, owner, lease.String())
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox batch: %w", err)

@@ -20,26 +20,33 @@ type RefundTask struct {
 	SKUID      int64
 	Attempts   int       // attempt_count, this claim's attempt included
 	LeaseEnd   time.Time // next_attempt_at as the claim set it
+	DueAt      time.Time // next_attempt_at before the claim: its place in line
 }
 
 // ClaimRefunds pushes the next attempt of up to batch due tasks (PENDING or
 // STARTED) lease forward, FOR UPDATE SKIP LOCKED, counting an attempt on each.
+// The tasks come in the order they fell due, the longest waiting first, so a
+// relay that starts only the first few of a claim (its lease covers no more)
+// starves none.
 func (s *Store) ClaimRefunds(ctx context.Context, batch int, lease time.Duration) ([]RefundTask, error) {
 	rows, err := s.pool.Query(ctx, `
 		WITH due AS (
-			SELECT payment_id FROM refund_task
+			SELECT payment_id, next_attempt_at AS due_at FROM refund_task
 			WHERE status IN ('PENDING', 'STARTED') AND next_attempt_at <= clock_timestamp()
-			ORDER BY next_attempt_at FOR UPDATE SKIP LOCKED LIMIT $1)
-		UPDATE refund_task t SET next_attempt_at = clock_timestamp() + $2::interval, attempt_count = attempt_count + 1,
-		       updated_at = clock_timestamp()
-		FROM due WHERE t.payment_id = due.payment_id
-		RETURNING t.payment_id, t.activity_id, t.sku_id, t.attempt_count, t.next_attempt_at`, batch, lease.String())
+			ORDER BY next_attempt_at FOR UPDATE SKIP LOCKED LIMIT $1),
+		claimed AS (
+			UPDATE refund_task t SET next_attempt_at = clock_timestamp() + $2::interval, attempt_count = attempt_count + 1,
+			       updated_at = clock_timestamp()
+			FROM due WHERE t.payment_id = due.payment_id
+			RETURNING t.payment_id, t.activity_id, t.sku_id, t.attempt_count, t.next_attempt_at, due.due_at)
+		SELECT payment_id, activity_id, sku_id, attempt_count, next_attempt_at, due_at FROM claimed ORDER BY due_at, payment_id`,
+		batch, lease.String())
 	if err != nil {
 		return nil, fmt.Errorf("claim refund tasks: %w", err)
 	}
 	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RefundTask, error) {
 		var t RefundTask
-		err := row.Scan(&t.PaymentID, &t.ActivityID, &t.SKUID, &t.Attempts, &t.LeaseEnd)
+		err := row.Scan(&t.PaymentID, &t.ActivityID, &t.SKUID, &t.Attempts, &t.LeaseEnd, &t.DueAt)
 		return t, err
 	})
 	if err != nil {
@@ -49,20 +56,22 @@ func (s *Store) ClaimRefunds(ctx context.Context, batch int, lease time.Duration
 }
 
 // HandBackRefunds makes claimed tasks whose start was not begun due again at
-// once, taking the claim's attempt back; a task claimed anew meanwhile (its
-// next_attempt_at moved) or done is left alone.
+// once, in the place in line they had (their due time before the claim), taking
+// the claim's attempt back; a task claimed anew meanwhile (its next_attempt_at
+// moved) or done is left alone.
 func (s *Store) HandBackRefunds(ctx context.Context, tasks []RefundTask) error {
 	ids := make([]uuid.UUID, len(tasks))
 	ends := make([]time.Time, len(tasks))
+	dues := make([]time.Time, len(tasks))
 	for i, t := range tasks {
-		ids[i], ends[i] = t.PaymentID, t.LeaseEnd
+		ids[i], ends[i], dues[i] = t.PaymentID, t.LeaseEnd, t.DueAt
 	}
 	if _, err := s.pool.Exec(ctx, `
-		UPDATE refund_task t SET next_attempt_at = clock_timestamp(), attempt_count = t.attempt_count - 1,
+		UPDATE refund_task t SET next_attempt_at = LEAST(c.due_at, clock_timestamp()), attempt_count = t.attempt_count - 1,
 		       updated_at = clock_timestamp()
-		FROM unnest($1::uuid[], $2::timestamptz[]) AS c(payment_id, lease_end)
+		FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[]) AS c(payment_id, lease_end, due_at)
 		WHERE t.payment_id = c.payment_id AND t.next_attempt_at = c.lease_end AND t.status IN ('PENDING', 'STARTED')`,
-		ids, ends); err != nil {
+		ids, ends, dues); err != nil {
 		return fmt.Errorf("hand back %d refund tasks: %w", len(ids), err)
 	}
 	return nil

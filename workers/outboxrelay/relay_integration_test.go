@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seckill/seckill/internal/outbox"
 	"github.com/seckill/seckill/internal/platform/mq"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/workers/outboxrelay"
@@ -164,5 +165,37 @@ func TestRelayBacksOffThenGoesManual(t *testing.T) {
 	}
 	if got := r.Backoff(30); got != time.Minute {
 		t.Fatalf("backoff(30) = %v, want the cap", got)
+	}
+}
+
+// A claim comes in the order its rows fell due, and rows handed back (their
+// send not begun) keep their place, ahead of rows that fell due after them.
+func TestClaimsComeInDueOrderAndAHandedBackRowKeepsItsPlace(t *testing.T) {
+	cfg := testenv.Require(t)
+	_, pool := testenv.Database(t, cfg)
+	ctx := context.Background()
+	events := insertEvents(t, pool, 3)
+	for i, id := range events { // due 1 s, 2 s, 3 s ago: the reverse of the order written
+		if _, err := pool.Exec(ctx, `UPDATE event_outbox SET next_retry_at = clock_timestamp() - make_interval(secs => $2)
+			WHERE event_id = $1`, id, float64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimed, err := outbox.Claim(ctx, pool, 2, "r1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed) != 2 || claimed[0].EventID != events[2] || claimed[1].EventID != events[1] {
+		t.Fatalf("claimed %d rows, want the two longest due first (%v, %v)", len(claimed), events[2], events[1])
+	}
+	if n, err := outbox.HandBack(ctx, pool, "r1", []uuid.UUID{claimed[1].EventID}); err != nil || n != 1 {
+		t.Fatalf("hand back: %d rows, %v", n, err)
+	}
+	again, err := outbox.Claim(ctx, pool, 1, "r2", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != 1 || again[0].EventID != events[1] || again[0].Attempts != 1 {
+		t.Fatalf("after the hand-back claimed %+v, want %v (due before %v) at attempt 1", again, events[1], events[0])
 	}
 }
