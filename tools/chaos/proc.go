@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -197,3 +198,54 @@ func (p *Proc) Signal(sig syscall.Signal) error {
 
 // Stop ends the incarnation gracefully (SIGTERM).
 func (p *Proc) Stop() error { return p.Kill(syscall.SIGTERM) }
+
+// everyStarterStarted reports whether every saga starter replica has
+// started a saga (so each holds some of the topic's queues); trivially true
+// for one.
+func (c *Cluster) everyStarterStarted(ctx context.Context) bool {
+	if c.replicas < 2 {
+		return true
+	}
+	for _, p := range c.Replicas(ProcStarter) {
+		if n, err := p.sagasStarted(ctx); err != nil || n == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// sagasStarted is how many sagas a starter process started (its metrics).
+func (p *Proc) sagasStarted(ctx context.Context) (float64, error) {
+	m, err := scrape(ctx, p.metrics)
+	return m[`seckill_order_consume_total{result="started"}`], err
+}
+
+// scrape reads a process's Prometheus text metrics into name{labels} → value.
+func scrape(ctx context.Context, url string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, sc.Err()
+}

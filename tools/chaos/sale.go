@@ -20,6 +20,7 @@ import (
 	"github.com/seckill/seckill/internal/invariants"
 	"github.com/seckill/seckill/internal/sale"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/paysim"
 	"github.com/seckill/seckill/state/steps"
 	"github.com/seckill/seckill/workers/sagastarter"
 	"github.com/seckill/seckill/workflows"
@@ -424,5 +425,31 @@ func (c *Cluster) reconcile(ctx context.Context, activityID int64) {
 	}, workflows.ReconcileWorkflow, steps.ReconcileInput{ActivityID: activityID})
 	if err != nil && ctx.Err() == nil {
 		c.log.Warn("chaos.reconcile_start_failed", "activity_id", activityID, "error", err)
+	}
+}
+
+// payOrder has the order's buyer pay it through the gateway base names and
+// the provider; an order too late to pay (it is cancelled instead) is left.
+func (c *Cluster) payOrder(ctx context.Context, hc *http.Client, base func() string, orderID uuid.UUID, user int64) error {
+	tok, err := c.auth.Mint(user, time.Hour)
+	if err != nil {
+		return err
+	}
+	var started struct {
+		TransactionID string `json:"transaction_id"`
+	}
+	code, err := c.callAt(ctx, hc, base, http.MethodPost, "/v1/orders/"+orderID.String()+"/payments", tok, "", nil, &started,
+		http.StatusCreated, http.StatusConflict)
+	if err != nil || code == http.StatusConflict {
+		return err
+	}
+	for {
+		_, err := c.provider.Pay(ctx, started.TransactionID, paysim.PayOptions{})
+		if err == nil || errors.Is(err, paysim.ErrPaymentClosed) {
+			return nil
+		}
+		if waitGone(ctx, 200*time.Millisecond) != nil {
+			return fmt.Errorf("pay %s: %w", started.TransactionID, err)
+		}
 	}
 }

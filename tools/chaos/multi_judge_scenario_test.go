@@ -1,9 +1,7 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -14,7 +12,6 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/seckill/seckill/paysim"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -48,32 +45,6 @@ func (c *Cluster) payOrders(ctx context.Context, s *Sale, n int) error {
 		}
 	}
 	return nil
-}
-
-// payOrder has the order's buyer pay it through the gateway base names and
-// the provider; an order too late to pay (it is cancelled instead) is left.
-func (c *Cluster) payOrder(ctx context.Context, hc *http.Client, base func() string, orderID uuid.UUID, user int64) error {
-	tok, err := c.auth.Mint(user, time.Hour)
-	if err != nil {
-		return err
-	}
-	var started struct {
-		TransactionID string `json:"transaction_id"`
-	}
-	code, err := c.callAt(ctx, hc, base, http.MethodPost, "/v1/orders/"+orderID.String()+"/payments", tok, "", nil, &started,
-		http.StatusCreated, http.StatusConflict)
-	if err != nil || code == http.StatusConflict {
-		return err
-	}
-	for {
-		_, err := c.provider.Pay(ctx, started.TransactionID, paysim.PayOptions{})
-		if err == nil || errors.Is(err, paysim.ErrPaymentClosed) {
-			return nil
-		}
-		if waitGone(ctx, 200*time.Millisecond) != nil {
-			return fmt.Errorf("pay %s: %w", started.TransactionID, err)
-		}
-	}
 }
 
 // judgeMulti checks, on the settled sale, that every lease and message took
@@ -289,55 +260,4 @@ func (c *Cluster) sagaHistory(ctx context.Context, wid string, byPid map[string]
 		}
 	}
 	return r, nil
-}
-
-// everyStarterStarted reports whether every saga starter replica has
-// started a saga (so each holds some of the topic's queues); trivially true
-// for one.
-func (c *Cluster) everyStarterStarted(ctx context.Context) bool {
-	if c.replicas < 2 {
-		return true
-	}
-	for _, p := range c.Replicas(ProcStarter) {
-		if n, err := p.sagasStarted(ctx); err != nil || n == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// sagasStarted is how many sagas a starter process started (its metrics).
-func (p *Proc) sagasStarted(ctx context.Context) (float64, error) {
-	m, err := scrape(ctx, p.metrics)
-	return m[`seckill_order_consume_total{result="started"}`], err
-}
-
-// scrape reads a process's Prometheus text metrics into name{labels} → value.
-func scrape(ctx context.Context, url string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out, sc.Err()
 }
