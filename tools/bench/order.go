@@ -55,7 +55,6 @@ const (
 	orderSKUPGBench int64 = 1 // (a) pgbench
 	orderSKUCreate  int64 = 2 // (b) CreateOrder
 	orderSKUSagas   int64 = 3 // (c) sagas, reserved through Redis
-	orderSKUReplay  int64 = 4 // (a') pgbench replaying CreateOrder's statements
 	orderPrice      int64 = 4999
 	// orderBuildRate bounds the CreateOrder leg's pre-built messages per
 	// second of --duration: far above what two cores do (~2,000/s).
@@ -206,7 +205,6 @@ func orderActivity(o OrderOptions, now time.Time) sale.Activity {
 			{SKUID: orderSKUPGBench, Stock: sale.MaxStock, PriceCents: orderPrice},
 			{SKUID: orderSKUCreate, Stock: sale.MaxStock, PriceCents: orderPrice},
 			{SKUID: orderSKUSagas, Stock: int64(o.Sagas) + 1000, PriceCents: orderPrice},
-			{SKUID: orderSKUReplay, Stock: sale.MaxStock, PriceCents: orderPrice},
 		},
 		// The legs reuse user ids from SKU to SKU: the order transaction's
 		// per-user cap (docs/spec.md#user-cap) must not refuse them.
@@ -227,8 +225,7 @@ func (e *orderEnv) runOn(ctx context.Context, dbName string) (*OrderReport, erro
 	}
 	// Keep every send-due scanner on this Redis away from the bench's SKUs
 	// (their send_due scores are a day ahead anyway).
-	members := []any{skuMember(activityID, orderSKUPGBench), skuMember(activityID, orderSKUCreate), skuMember(activityID, orderSKUSagas),
-		skuMember(activityID, orderSKUReplay)}
+	members := []any{skuMember(activityID, orderSKUPGBench), skuMember(activityID, orderSKUCreate), skuMember(activityID, orderSKUSagas)}
 	if err := conns.Redis.SRem(ctx, lua.ActiveSKUs, members...).Err(); err != nil {
 		return nil, err
 	}
@@ -240,8 +237,8 @@ func (e *orderEnv) runOn(ctx context.Context, dbName string) (*OrderReport, erro
 			}
 		}()
 	}
-	progress("activity %d: SKU %d for pgbench, %d for pgbench's replay of CreateOrder, %d for CreateOrder (stock %d each), %d for %d sagas",
-		activityID, orderSKUPGBench, orderSKUReplay, orderSKUCreate, sale.MaxStock, orderSKUSagas, o.Sagas)
+	progress("activity %d: SKU %d for pgbench, %d for CreateOrder (stock %d each), %d for %d sagas",
+		activityID, orderSKUPGBench, orderSKUCreate, sale.MaxStock, orderSKUSagas, o.Sagas)
 
 	rep := &OrderReport{
 		Command: fmt.Sprintf("seckill bench order --concurrency %d --duration %s --sagas %d --starters %d%s%s",
@@ -264,13 +261,11 @@ func (e *orderEnv) runOn(ctx context.Context, dbName string) (*OrderReport, erro
 }
 
 func (e *orderEnv) run(ctx context.Context) error {
-	for _, kind := range []int{legBaseline, legReplay} {
-		if err := e.vacuum(ctx); err != nil {
-			return err
-		}
-		if err := e.pgbenchLeg(ctx, kind); err != nil {
-			return err
-		}
+	if err := e.vacuum(ctx); err != nil {
+		return err
+	}
+	if err := e.pgbenchLeg(ctx); err != nil {
+		return err
 	}
 	if err := e.vacuum(ctx); err != nil {
 		return err
@@ -317,10 +312,6 @@ func (e *orderEnv) ratios() {
 	if r.PGBench != nil && r.CreateOrder != nil {
 		r.Ratios = append(r.Ratios, NewRatio("(b) CreateOrder / (a) pgbench 4 statements (tx/s)",
 			r.CreateOrder.PerS, r.PGBench.PerS, ">=", CreateOrderTarget))
-		if r.Replay != nil && r.Replay.PerS > 0 && r.PGBench.PerS > 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("for reference: (a') replay / (a) = %.2f (the transaction's shape); (b) / (a') = %.2f (the Go client's share)",
-				r.Replay.PerS/r.PGBench.PerS, r.CreateOrder.PerS/r.Replay.PerS))
-		}
 		if r.PGBench.P50MS > 0 {
 			r.Notes = append(r.Notes, fmt.Sprintf("p50 latency: CreateOrder %.2f ms vs pgbench %.2f ms (%.1fx)",
 				r.CreateOrder.P50MS, r.PGBench.P50MS, r.CreateOrder.P50MS/r.PGBench.P50MS))

@@ -17,35 +17,30 @@ import (
 	"github.com/seckill/seckill/internal/orders"
 )
 
-// pgbench legs: the baseline (a) and CreateOrder's one statement (a').
-const (
-	legBaseline = iota
-	legReplay
-)
-
-// pgbenchLeg runs one pgbench leg on a hot SKU of its own.
-func (e *orderEnv) pgbenchLeg(ctx context.Context, kind int) error {
+// pgbenchLeg runs leg (a), the baseline script, on a hot SKU of its own.
+func (e *orderEnv) pgbenchLeg(ctx context.Context) error {
 	name, sku := "(a) pgbench 4 statements", orderSKUPGBench
-	switch kind {
-	case legReplay:
-		name, sku = "(a') pgbench CreateOrder's statements", orderSKUReplay
-	}
 	dir, err := os.MkdirTemp("", "seckill-bench-order-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	script, err := e.writePGBenchScript(dir, kind, sku)
+	script := filepath.Join(dir, "order.sql")
+	if err := os.WriteFile(script, []byte(baselineScript), 0o600); err != nil {
+		return err
+	}
+	payload, err := sampleOutboxPayload(e.activity, sku)
 	if err != nil {
 		return err
 	}
+	hash := inbox.PayloadHash(sampleMessage(e.activity, sku, 1, time.Now()))
 	pgc, err := pgx.ParseConfig(e.dsn)
 	if err != nil {
 		return err
 	}
 	args := PGBenchArgs{Path: e.pgbench, Host: pgc.Host, Port: pgc.Port, User: pgc.User, Database: pgc.Database,
 		Clients: e.o.Concurrency, Threads: min(2, e.o.Concurrency), Duration: e.o.Duration, Script: script,
-		LogPrefix: filepath.Join(dir, "tx")}
+		LogPrefix: filepath.Join(dir, "tx"), Vars: baselineVars(e.activity, sku, orderPrice, orders.ConsumerGroup, Topic, hash, payload, 900)}
 	e.progress("%s: %s (script %s)", name, strings.Join(args.Argv(), " "), script)
 	stock0, err := e.taken(ctx, sku)
 	if err != nil {
@@ -71,11 +66,7 @@ func (e *orderEnv) pgbenchLeg(ctx context.Context, kind int) error {
 	}
 	leg.Outcome = fmt.Sprintf("%d transactions, %d failed; stock taken %d; %d latencies logged; pgbench -M prepared -c %d -j %d -T %d",
 		res.Processed, res.Failed, stock1-stock0, len(lat), args.Clients, args.Threads, int((args.Duration+time.Second-1)/time.Second))
-	if kind == legReplay {
-		e.report.Replay = leg
-	} else {
-		e.report.PGBench = leg
-	}
+	e.report.PGBench = leg
 	e.progress("%s: %.0f tx/s, p50 %.2f ms, p99 %.2f ms", name, leg.PerS, leg.P50MS, leg.P99MS)
 	switch {
 	case res.Failed > 0:
@@ -85,31 +76,6 @@ func (e *orderEnv) pgbenchLeg(ctx context.Context, kind int) error {
 		return fmt.Errorf("%s: %d transactions but %d units of stock taken", name, res.Processed, stock1-stock0)
 	}
 	return nil
-}
-
-// writePGBenchScript writes the leg's pgbench script into dir: the
-// baseline's four statements, or CreateOrder's one statement.
-func (e *orderEnv) writePGBenchScript(dir string, kind int, sku int64) (string, error) {
-	payload, err := sampleOutboxPayload(e.activity, sku)
-	if err != nil {
-		return "", err
-	}
-	hash := inbox.PayloadHash(sampleMessage(e.activity, sku, 1, time.Now()))
-	ps := PGBenchScript{ActivityID: e.activity, SKUID: sku, PriceCents: orderPrice,
-		ConsumerGroup: orders.ConsumerGroup, Topic: Topic, PayloadHash: hash, OutboxPayload: payload,
-		PaymentTimeoutSeconds: 900}
-	text, err := ps.Text()
-	if kind == legReplay {
-		text, err = ps.CallText()
-	}
-	if err != nil {
-		return "", err
-	}
-	script := filepath.Join(dir, "order.sql")
-	if err := os.WriteFile(script, []byte(text), 0o600); err != nil {
-		return "", err
-	}
-	return script, nil
 }
 
 // runPGBench runs pgbench in dir, sampling the backends' waits and the CPU

@@ -95,7 +95,6 @@ type OrderReport struct {
 	DurationS      float64    `json:"duration_s"`
 	BusyBeforePct  float64    `json:"busy_before_pct"`
 	PGBench        *OrderLeg  `json:"pgbench,omitempty"`
-	Replay         *OrderLeg  `json:"pgbench_replay,omitempty"`
 	CreateOrder    *OrderLeg  `json:"create_order,omitempty"`
 	Broker         *BrokerLeg `json:"broker,omitempty"`
 	Sagas          *SagaLeg   `json:"sagas,omitempty"`
@@ -135,7 +134,7 @@ func (r *OrderReport) writeLegs(w io.Writer) {
 		meanKnown bool
 	}
 	var rows []row
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.CreateOrder} {
+	for _, l := range []*OrderLeg{r.PGBench, r.CreateOrder} {
 		if l != nil {
 			rows = append(rows, row{l.Name, l.Ops, l.Concurrency, l.ElapsedS, l.PerS, l.LatencyMeasured, l.P50MS, l.P99MS, l.MeanMS, l.MeanMS > 0})
 		}
@@ -170,7 +169,7 @@ func (r *OrderReport) writeLegs(w io.Writer) {
 
 // writeOutcomes prints what each leg did.
 func (r *OrderReport) writeOutcomes(w io.Writer) {
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.CreateOrder} {
+	for _, l := range []*OrderLeg{r.PGBench, r.CreateOrder} {
 		if l != nil {
 			fmt.Fprintf(w, "  %s: %s\n", l.Name, l.Outcome)
 		}
@@ -197,7 +196,7 @@ type cpuRow struct {
 // cpuLegs is the CPU of every leg that ran.
 func (r *OrderReport) cpuLegs() []cpuRow {
 	var cpus []cpuRow
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.CreateOrder} {
+	for _, l := range []*OrderLeg{r.PGBench, r.CreateOrder} {
 		if l != nil {
 			cpus = append(cpus, cpuRow{l.Name, l.CPU})
 		}
@@ -232,7 +231,7 @@ func (r *OrderReport) writeCPU(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s: top processes (µs/op): %s\n", x.name, strings.Join(parts, ", "))
 	}
-	for _, l := range []*OrderLeg{r.PGBench, r.Replay, r.CreateOrder} {
+	for _, l := range []*OrderLeg{r.PGBench, r.CreateOrder} {
 		if l == nil || len(l.Waits) == 0 {
 			continue
 		}

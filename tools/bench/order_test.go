@@ -2,7 +2,7 @@ package bench
 
 import (
 	"bytes"
-	"encoding/json"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,77 +10,29 @@ import (
 	"time"
 )
 
-func testScript() PGBenchScript {
-	payload, _ := json.Marshal(map[string]any{"order_id": "0b7e9c3a-1111-4222-8333-444455556666", "amount_cents": 4999,
-		"expires_at": "2026-11-30T06:15:00Z", "note": `it's "quoted" \ and: colons`})
-	return PGBenchScript{ActivityID: 42, SKUID: 1, PriceCents: 4999, ConsumerGroup: "order-consumer", Topic: "seckill_bench_create",
-		PayloadHash: bytes.Repeat([]byte{0xab}, 32), OutboxPayload: payload, PaymentTimeoutSeconds: 900}
-}
-
-func TestPGBenchScriptHasOnlyTheUIDVariable(t *testing.T) {
-	text, err := testScript().Text()
-	if err != nil {
-		t.Fatal(err)
+// The baseline script is the four statements of the baseline in one
+// transaction, with no variable but :uid and the bench's -D ones (pgbench
+// fails a run on a variable it does not know).
+func TestBaselineScriptStatementsAndVariables(t *testing.T) {
+	vars := map[string]bool{}
+	for _, v := range regexp.MustCompile(`(^|[^:]):([A-Za-z0-9_]+)`).FindAllStringSubmatch(baselineScript, -1) {
+		vars[v[2]] = true
 	}
-	// pgbench substitutes every :name outside of "::" casts, even in literals.
-	vars := regexp.MustCompile(`(^|[^:]):([A-Za-z0-9_]+)`).FindAllStringSubmatch(text, -1)
-	for _, v := range vars {
-		if v[2] != "uid" {
-			t.Errorf("script has pgbench variable :%s", v[2])
-		}
+	want := map[string]bool{"uid": true}
+	for _, kv := range baselineVars(42, 1, 4999, "g", "t", make([]byte, 32), []byte(`{}`), 900) {
+		name, _, _ := strings.Cut(kv, "=")
+		want[name] = true
 	}
-	if len(vars) != 1 {
-		t.Errorf("script uses %d variables, want exactly :uid once", len(vars))
+	if !maps.Equal(vars, want) {
+		t.Errorf("script variables %v, want %v", vars, want)
 	}
-	for _, want := range []string{
-		"\\set uid random(1, 9000000000000000000)\n", "BEGIN;\n", "END;\n",
-		"INSERT INTO consumer_inbox", "ON CONFLICT (consumer_group, message_id) DO NOTHING",
-		"WHERE activity_id = 42 AND sku_id = 1 AND available_stock > 0",
-		"INSERT INTO orders", "VALUES (gen_random_uuid(), 42, 1, :uid,", "make_interval(secs => 900)",
-		"INSERT INTO event_outbox", `'\x` + strings.Repeat("ab", 32) + `'::bytea`,
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("script lacks %q:\n%s", want, text)
-		}
+	stmts := scriptStatements(baselineScript)
+	if len(stmts) != 6 || stmts[0] != "BEGIN;" || stmts[5] != "END;" {
+		t.Fatalf("statements %q, want BEGIN, the four of the baseline, END", stmts)
 	}
-	var stmts int
-	for _, l := range strings.Split(text, "\n") {
-		if strings.HasPrefix(l, "INSERT") || strings.HasPrefix(l, "UPDATE") {
-			stmts++
-		}
-	}
-	if stmts != 4 {
-		t.Errorf("%d statements, want the four of the baseline", stmts)
-	}
-}
-
-func TestPGEscapedLiteralRoundTrips(t *testing.T) {
-	in := `{"a":"it's","b":"c:\\d"}`
-	got := pgEscapedLiteral(in)
-	body := strings.TrimSuffix(strings.TrimPrefix(got, "E'"), "'")
-	if strings.Contains(body, ":") || strings.Contains(strings.ReplaceAll(body, `\'`, ""), "'") {
-		t.Fatalf("literal %s still holds a colon or an unescaped quote", got)
-	}
-	// Undo PostgreSQL's E'' escapes used here.
-	dec := strings.NewReplacer(`\x3a`, ":", `\'`, "'", `\\`, `\`, `\n`, "\n").Replace(body)
-	if dec != in {
-		t.Fatalf("decoded %q, want %q", dec, in)
-	}
-}
-
-func TestPGBenchScriptRefusesBadInput(t *testing.T) {
-	for name, mutate := range map[string]func(*PGBenchScript){
-		"short hash":   func(s *PGBenchScript) { s.PayloadHash = []byte{1} },
-		"no payload":   func(s *PGBenchScript) { s.OutboxPayload = nil },
-		"quoted group": func(s *PGBenchScript) { s.ConsumerGroup = "a'b" },
-		"colon topic":  func(s *PGBenchScript) { s.Topic = "a:b" },
-		"zero sku":     func(s *PGBenchScript) { s.SKUID = 0 },
-		"no timeout":   func(s *PGBenchScript) { s.PaymentTimeoutSeconds = 0 },
-	} {
-		s := testScript()
-		mutate(&s)
-		if _, err := s.Text(); err == nil {
-			t.Errorf("%s: no error", name)
+	for i, prefix := range []string{"INSERT INTO consumer_inbox", "UPDATE sku_inventory", "INSERT INTO orders", "INSERT INTO event_outbox"} {
+		if !strings.HasPrefix(stmts[i+1], prefix) {
+			t.Errorf("statement %d is %.40q, want %s", i+1, stmts[i+1], prefix)
 		}
 	}
 }
@@ -133,9 +85,10 @@ func TestParsePGBenchLog(t *testing.T) {
 
 func TestPGBenchArgv(t *testing.T) {
 	a := PGBenchArgs{Path: "pgbench", Host: "127.0.0.1", Port: 15432, User: "seckill", Database: "seckill_bench_x",
-		Clients: 8, Threads: 2, Duration: 19500 * time.Millisecond, Script: "order.sql", LogPrefix: "/tmp/x/log"}
+		Clients: 8, Threads: 2, Duration: 19500 * time.Millisecond, Script: "order.sql", LogPrefix: "/tmp/x/log",
+		Vars: []string{"a=1", `b={"c":2}`}}
 	got := strings.Join(a.Argv(), " ")
-	want := "pgbench -n -M prepared -c 8 -j 2 -T 20 -f order.sql -h 127.0.0.1 -p 15432 -U seckill -l --log-prefix=/tmp/x/log seckill_bench_x"
+	want := "pgbench -n -M prepared -c 8 -j 2 -T 20 -f order.sql -h 127.0.0.1 -p 15432 -U seckill -l --log-prefix=/tmp/x/log -D a=1 -D b={\"c\":2} seckill_bench_x"
 	if got != want {
 		t.Fatalf("argv\n got %s\nwant %s", got, want)
 	}
