@@ -6,7 +6,7 @@ space := $(empty) $(empty)
 comma := ,
 # bin/seckill is the production binary (the image's: api, worker, migrate and
 # the operator commands); bin/seckill-dev adds the development commands
-# (stack, smoke, demo, paysim, bench, chaos) to the same ones.
+# (stack, smoke, demo, paysim, bench) to the same ones.
 BIN := bin/seckill
 DEV_BIN := bin/seckill-dev
 export SECKILL_INTEGRATION ?= 1
@@ -52,17 +52,18 @@ bench: up
 	$(DEV_BIN) bench reserve
 
 ## test: bring the stack up, then lint and run every test (unit + integration)
-# The whole-sale e2e tests and the crash-point matrix each drive hundreds of
-# sagas through the one local Temporal dev server (SQLite): run together they
-# slow each other past their convergence deadlines, so they run one after the
-# other, after the rest of the packages (which run in parallel).
-HEAVY_PKGS := ./e2e ./tools/chaos
+# The whole-sale e2e tests, the crash-point matrix and the soaks (all in ./e2e)
+# each drive hundreds of sagas through the one local Temporal dev server
+# (SQLite): run together they slow each other past their convergence
+# deadlines, so they run one after the other, after the rest of the packages
+# (which run in parallel).
+HEAVY_PKGS := ./e2e
 test: up lint
 	@# The gateway and the workers `make run` leaves running hold 127.0.0.1:8080, :9464 and :9465,
 	@# which the tests' own gateways and workers (the README block) listen on.
 	scripts/stack.sh app down
-	$(GO) test -tags failpoints -race -count=1 $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/tools/chaos$$')
-	$(GO) test -tags failpoints -race -count=1 -p 1 $(HEAVY_PKGS)
+	$(GO) test -tags failpoints -race -count=1 $$($(GO) list ./... | grep -v -e '/e2e$$')
+	$(GO) test -tags failpoints -race -count=1 -p 1 -timeout 60m $(HEAVY_PKGS)
 	$(MAKE) fuzz FUZZ_TIME=10000x
 
 ## test-temporal-server: the e2e suite against the real Temporal server on PostgreSQL instead of the dev server
@@ -77,7 +78,7 @@ test-temporal-server: export SECKILL_TEMPORAL_UI_PORT := $(SECKILL_TEMPORAL_UI_P
 test-temporal-server: export SECKILL_TEMPORAL_ADDR = 127.0.0.1:$(SECKILL_TEMPORAL_PORT)
 test-temporal-server: export SECKILL_TEMPORAL_UI = http://127.0.0.1:$(SECKILL_TEMPORAL_UI_PORT)
 test-temporal-server: up
-	$(GO) test $(TEST_FLAGS) -tags failpoints -race -p 1 -count=1 -timeout 40m ./e2e
+	$(GO) test $(TEST_FLAGS) -tags failpoints -race -p 1 -count=1 -timeout 60m ./e2e
 
 ## test-redis-cluster: the integration packages of `make test` (not e2e, not the crash-point matrix) against
 ## a Redis Cluster of 3 masters on 127.0.0.1:17001-17003, a replica each on 17101-17103 (SECKILL_REDIS=cluster
@@ -92,7 +93,7 @@ test-redis-cluster: export SECKILL_REDIS_CLUSTER_ADDRS = $(subst $(space),$(comm
 test-redis-cluster: $(STACK_UP)
 	scripts/stack.sh redis-cluster up
 	@echo "SECKILL_REDIS_CLUSTER_ADDRS=$$SECKILL_REDIS_CLUSTER_ADDRS"
-	$(GO) test $(TEST_FLAGS) -tags failpoints -race -count=1 $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/tools/chaos$$')
+	$(GO) test $(TEST_FLAGS) -tags failpoints -race -count=1 $$($(GO) list ./... | grep -v -e '/e2e$$')
 
 ## test-redis-failover: a Redis Cluster master SIGKILLed for good mid-burst (e2e TestRedisClusterMasterFailover):
 ## its replica takes over, admission goes on, reconciliation finds what replication lost and the rebuild from
@@ -152,11 +153,13 @@ lint: promtool-rules deploy-check
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 	$(GO) run github.com/securego/gosec/v2/cmd/gosec@v2.30.0 -quiet ./...
 
-## chaos: the long crash-point matrix (200 runs of each seed failpoint) and a 20-minute kill soak (docs/chaos.md)
+## chaos: the long forms of the chaos tests in ./e2e (docs/chaos.md#long-forms): the crash-point matrix with
+## RUNS pipelined runs of each failpoint (200), then a kill soak of DURATION (20m)
 chaos: up
-	$(GO) build -tags failpoints -o bin/seckill-chaos ./cmd/seckill-dev
-	bin/seckill-chaos chaos matrix --runs $${RUNS:-200} --pipeline
-	bin/seckill-chaos chaos kill --duration $${DURATION:-20m}
+	SECKILL_CRASH_RUNS=$${RUNS:-200} SECKILL_CHAOS_TIMEOUT=$${CHAOS_TIMEOUT:-3h} $(GO) test -tags failpoints -count=1 -v -timeout 4h \
+	  -run '^TestCrashPointMatrix$$' ./e2e
+	SECKILL_KILL_SOAK=$${DURATION:-20m} SECKILL_CHAOS_TIMEOUT=$${CHAOS_TIMEOUT:-3h} $(GO) test -tags failpoints -count=1 -v -timeout 4h \
+	  -run '^TestKillSoak$$' ./e2e
 
 ## deploy-check: helm lint of deploy/helm/seckill with default (plus the required) and production-like values, and
 ## deploy/check's tests: the chart rendered by Helm's code, every object decoded strictly into the Kubernetes API

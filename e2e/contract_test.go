@@ -20,11 +20,10 @@ import (
 
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/testenv"
-	"github.com/seckill/seckill/tools/chaos"
 )
 
 // TestAPIContract runs Schemathesis (e2e/schemathesis) against a real
-// gateway and real workers on the stack (a chaos.Cluster, without
+// gateway and real workers on the stack (a Cluster, without
 // failpoints): generated valid and invalid requests to every operation of
 // api/openapi.yaml, then invalid ones by the coverage phase's rules, then
 // chains that follow the answers' links. Every answer must match the
@@ -62,7 +61,7 @@ func TestAPIContract(t *testing.T) {
 	}
 	cfg := testenv.Require(t)
 	if cfg.RedisCluster() {
-		t.Skip(chaos.ErrRedisCluster)
+		t.Skip(ErrRedisCluster)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -72,7 +71,7 @@ func TestAPIContract(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	logs := t.TempDir()
-	c, err := chaos.NewCluster(ctx, chaos.ClusterOptions{Bin: bin, Dir: logs, Config: cfg, Log: logger(), Kind: chaos.KindContract,
+	c, err := NewCluster(ctx, ClusterOptions{Bin: bin, Dir: logs, Config: cfg, Log: logger(), Kind: KindContract,
 		// One user's token drives every call: the per-user limit would answer
 		// most of them 429 (api/edge_test.go covers the limits).
 		Env: []string{"SECKILL_RATE_LIMIT_USER=0", "SECKILL_RATE_LIMIT_IP=0", "SECKILL_RATE_LIMIT_READ=0",
@@ -94,7 +93,7 @@ func TestAPIContract(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The user's sale (SKU 1, as chaos.Sale judges), reservation and order.
+	// The user's sale (SKU 1, as Sale judges), reservation and order.
 	activity := int64(7_000_000_000) + int64(testenv.RandomUint64()%1_000_000_000)
 	const user = 4242
 	authn, err := app.Authenticator(cfg)
@@ -188,7 +187,7 @@ func TestAPIContract(t *testing.T) {
 
 	// Whatever the calls did to the user's sale (reserve, pay, cancel), it
 	// settles and its invariants hold.
-	s := &chaos.Sale{ActivityID: activity, Started: start, Codes: map[int]int{http.StatusAccepted: 1}}
+	s := &Sale{ActivityID: activity, Started: start, Codes: map[int]int{http.StatusAccepted: 1}}
 	if err := c.AwaitSettled(ctx, s, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}

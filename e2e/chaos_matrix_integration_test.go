@@ -1,4 +1,4 @@
-package chaos_test
+package e2e
 
 import (
 	"bytes"
@@ -8,14 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/seckill/seckill/internal/platform/config"
 	"github.com/seckill/seckill/internal/platform/failpoint"
 	"github.com/seckill/seckill/internal/testenv"
-	"github.com/seckill/seckill/tools/chaos"
 )
 
 // buildSeckill builds the real binary the cluster runs.
@@ -31,10 +29,10 @@ func buildSeckill(t *testing.T) string {
 
 // startCluster creates and starts the cluster of the real binary on the
 // stack, its logs in a directory of the test's; the caller closes it.
-func startCluster(ctx context.Context, t *testing.T, cfg config.Config) (*chaos.Cluster, string) {
+func startCluster(ctx context.Context, t *testing.T, cfg config.Config) (*Cluster, string) {
 	t.Helper()
 	logs := t.TempDir()
-	c, err := chaos.NewCluster(ctx, chaos.ClusterOptions{Bin: buildSeckill(t), Dir: logs, Config: cfg,
+	c, err := NewCluster(ctx, ClusterOptions{Bin: buildSeckill(t), Dir: logs, Config: cfg,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -52,17 +50,20 @@ func startCluster(ctx context.Context, t *testing.T, cfg config.Config) (*chaos.
 // sale played meanwhile must settle with I1–I7 holding, nothing open, owed
 // or running. First every failpoint runs SECKILL_CRASH_RUNS times (5) with
 // the crashed process back armed at once; then once each with a clean
-// restart and the sale judged before the next run.
+// restart and the sale judged before the next run. SECKILL_CRASH_FAILPOINTS
+// narrows it to some failpoints (chaos_env_test.go).
 func TestCrashPointMatrix(t *testing.T) {
 	cfg := testenv.Require(t)
 	if cfg.RedisCluster() {
-		t.Skip(chaos.ErrRedisCluster)
+		t.Skip(ErrRedisCluster)
 	}
-	runs := 5
-	if v, err := strconv.Atoi(os.Getenv("SECKILL_CRASH_RUNS")); err == nil && v > 0 {
-		runs = v
+	runs := envInt(t, "SECKILL_CRASH_RUNS", 5)
+	fps := envList(t, "SECKILL_CRASH_FAILPOINTS", failpoint.Seed)
+	want := len(fps)
+	if want == 0 {
+		want = len(failpoint.Seed)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), envDuration(t, "SECKILL_CHAOS_TIMEOUT", 15*time.Minute))
 	defer cancel()
 	c, logs := startCluster(ctx, t, cfg)
 	defer c.Close()
@@ -72,14 +73,14 @@ func TestCrashPointMatrix(t *testing.T) {
 		pipeline bool
 	}{{"pipelined", runs, true}, {"one by one", 1, false}} {
 		var out bytes.Buffer
-		rep, err := chaos.Matrix(ctx, c, chaos.MatrixOptions{Runs: mode.runs, Pipeline: mode.pipeline, Progress: &out})
+		rep, err := Matrix(ctx, c, MatrixOptions{Failpoints: fps, Runs: mode.runs, Pipeline: mode.pipeline, Progress: &out})
 		rep.Print(&out)
 		t.Logf("%s:\n%s", mode.name, out.String())
 		if err != nil {
 			t.Fatalf("%s: %v", mode.name, err)
 		}
-		if len(rep.Rows) != len(failpoint.Seed) {
-			t.Fatalf("%s: %d failpoints run, want the matrix's %d", mode.name, len(rep.Rows), len(failpoint.Seed))
+		if len(rep.Rows) != want {
+			t.Fatalf("%s: %d failpoints run, want %d", mode.name, len(rep.Rows), want)
 		}
 		for _, row := range rep.Rows {
 			// Pipelined, a crash while starting (a sale in flight hit the
@@ -89,7 +90,7 @@ func TestCrashPointMatrix(t *testing.T) {
 			}
 		}
 		if n := rep.Violations(); n > 0 {
-			for _, name := range []string{chaos.ProcAPI, chaos.ProcSaga, chaos.ProcStarter, chaos.ProcRest} {
+			for _, name := range []string{ProcAPI, ProcSaga, ProcStarter, ProcRest} {
 				b, _ := os.ReadFile(filepath.Join(logs, name+".log"))
 				t.Logf("%s log (last 4 KiB):\n%s", name, tail(b, 4096))
 			}

@@ -1,4 +1,4 @@
-package chaos_test
+package e2e
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/testenv"
-	"github.com/seckill/seckill/tools/chaos"
 )
 
 // Several processes at once (docs/chaos.md): two gateways and two of each
@@ -33,7 +32,7 @@ func TestTwoOfEachSurviveKills(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	logs := t.TempDir()
-	c, err := chaos.NewCluster(ctx, chaos.ClusterOptions{Bin: buildSeckill(t), Dir: logs, Config: cfg, Kind: chaos.KindMulti,
+	c, err := NewCluster(ctx, ClusterOptions{Bin: buildSeckill(t), Dir: logs, Config: cfg, Kind: KindMulti,
 		Replicas: 2, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -45,13 +44,13 @@ func TestTwoOfEachSurviveKills(t *testing.T) {
 	}
 	t.Logf("2 of each started and consuming in %s", time.Since(began).Round(100*time.Millisecond))
 	var out bytes.Buffer
-	rep, err := chaos.Multi(ctx, c, chaos.MultiOptions{Users: users, Progress: &out})
+	rep, err := Multi(ctx, c, MultiOptions{Users: users, Progress: &out})
 	t.Logf("multi:\n%s", out.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range rep.Kills {
-		if !k.Condition || !k.MidBurst && k.Proc == chaos.ReplicaName(chaos.ProcAPI, 0, 2) {
+		if !k.Condition || !k.MidBurst && k.Proc == ReplicaName(ProcAPI, 0, 2) {
 			t.Errorf("kill of %s after %q: condition held %v, mid-burst %v", k.Proc, k.When, k.Condition, k.MidBurst)
 		}
 	}

@@ -6,7 +6,7 @@
 // processes are the real bin/seckill subcommands on the project's stack;
 // this package only starts, kills and watches them, drives sales over HTTP
 // and reads the stores to judge.
-package chaos
+package e2e
 
 import (
 	"bufio"

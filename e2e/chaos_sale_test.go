@@ -1,4 +1,4 @@
-package chaos
+package e2e
 
 import (
 	"context"
