@@ -16,7 +16,6 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Measure the hot path on this machine (docs/benchmarks.md)"}
 	cmd.AddCommand(newBenchReserveCmd())
 	cmd.AddCommand(newBenchOrderCmd())
-	cmd.AddCommand(newBenchBucketsCmd())
 	cmd.AddCommand(newBenchAllCmd())
 	return cmd
 }
