@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -65,6 +66,16 @@ func envList(t *testing.T, name string, allowed []string) []string {
 		if !known[s] {
 			t.Fatalf("%s: %q is not one of %s", name, s, strings.Join(allowed, ","))
 		}
+	}
+	return out
+}
+
+// progressTo is where a chaos test's progress lines go: live to stderr under
+// go test -v (make chaos: a long form shows how far it got), else into out,
+// which the test logs with its report.
+func progressTo(out io.Writer) io.Writer {
+	if testing.Verbose() {
+		return os.Stderr
 	}
 	return out
 }

@@ -73,7 +73,7 @@ func TestCrashPointMatrix(t *testing.T) {
 		pipeline bool
 	}{{"pipelined", runs, true}, {"one by one", 1, false}} {
 		var out bytes.Buffer
-		rep, err := Matrix(ctx, c, MatrixOptions{Failpoints: fps, Runs: mode.runs, Pipeline: mode.pipeline, Progress: &out})
+		rep, err := Matrix(ctx, c, MatrixOptions{Failpoints: fps, Runs: mode.runs, Pipeline: mode.pipeline, Progress: progressTo(&out)})
 		rep.Print(&out)
 		t.Logf("%s:\n%s", mode.name, out.String())
 		if err != nil {

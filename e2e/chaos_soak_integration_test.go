@@ -75,7 +75,7 @@ func runSoak(t *testing.T, o KillOptions) Report {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	o.StackScript, o.StackDir, o.Progress = filepath.Join(root, "scripts", "stack.sh"), filepath.Join(root, ".stack"), &out
+	o.StackScript, o.StackDir, o.Progress = filepath.Join(root, "scripts", "stack.sh"), filepath.Join(root, ".stack"), progressTo(&out)
 	rep, err := Kill(ctx, c, o)
 	rep.Print(&out)
 	t.Logf("soak:\n%s", out.String())
