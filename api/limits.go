@@ -42,6 +42,13 @@ type Limits struct {
 	TrustedProxies []netip.Prefix
 }
 
+// onlyRetryAfter keeps httprate's Retry-After on a refusal (the contract's
+// header) and drops the X-RateLimit-* headers it would set on every answer:
+// no client is told of them (api/openapi.yaml), and each limiter's three
+// headers were a measurable share of the hot path's allocations
+// (BenchmarkReserveRateLimits, docs/benchmarks.md).
+var onlyRetryAfter = httprate.WithResponseHeaders(httprate.ResponseHeaders{RetryAfter: "Retry-After"})
+
 // limiters are the middlewares of the two groups of endpoints, each with
 // counters of its own.
 type limiters struct {
@@ -73,7 +80,7 @@ func newLimiters(l Limits, log *slog.Logger) limiters {
 		}
 		return httprate.LimitBy(n, l.Window, func(r *http.Request) (string, error) {
 			return "ip:" + httprate.CanonicalizeIP(clientAddr(r, l.TrustedProxies)), nil
-		}, refuse(what))
+		}, refuse(what), onlyRetryAfter)
 	}
 	byUser := func(n int) func(http.Handler) http.Handler {
 		if n <= 0 {
@@ -81,7 +88,7 @@ func newLimiters(l Limits, log *slog.Logger) limiters {
 		}
 		return httprate.LimitBy(n, l.Window, func(r *http.Request) (string, error) {
 			return "user:" + strconv.FormatInt(userOf(r), 10), nil
-		}, refuse("user"))
+		}, refuse("user"), onlyRetryAfter)
 	}
 	out.ip, out.user = byIP(l.PerIP, "client address"), byUser(l.PerUser)
 	out.readIP, out.readUser = byIP(l.PerIP, "client address"), byUser(l.ReadPerUser)

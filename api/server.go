@@ -86,36 +86,42 @@ func NewRouter(d Deps) http.Handler {
 		d.ReadBudget = DefaultBudget
 	}
 	r := chi.NewRouter()
-	r.Use(serverRequestID, middleware.RequestID, recoverer(d.Log), deadline(d.HandlerTimeout))
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	r.Use(serverRequestID, middleware.RequestID, recoverer(d.Log))
+	// Every route runs under one deadline, set before its limits and its
+	// authentication: its budget where it has one, else the handler timeout
+	// (one timer and one request copy per request; TestEveryRouteHasOneDeadline).
+	timeout := deadline(d.HandlerTimeout).bound
+	r.With(timeout).Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	h := &handlers{d: d}
 	lim := newLimiters(d.Limits, d.Log)
 	r.Route("/v1", func(r chi.Router) {
-		r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		r.With(timeout).Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/yaml")
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write(OpenAPI)
 		})
 		// Limited per client address before authentication, per user after
 		// it: the reads clients poll, and (tighter) the business flows bots go
-		// for (OWASP API4, API6).
+		// for (OWASP API4, API6). A limiter's counters are shared by every
+		// route it guards.
 		r.Group(func(r chi.Router) {
-			r.Use(lim.readIP, h.requireUser, lim.readUser, deadline(d.ReadBudget))
+			r.Use(deadline(d.ReadBudget).bound, lim.readIP, h.requireUser, lim.readUser)
 			r.Get("/activities/{activity_id}/skus/{sku_id}/reservations/{reservation_id}", h.getReservation)
 			r.Get("/orders/{order_id}", h.getOrder)
 		})
+		r.With(deadline(d.ReserveBudget).bound, lim.ip, h.requireUser, lim.user).
+			Post("/activities/{activity_id}/skus/{sku_id}/reservations", h.reserve)
 		r.Group(func(r chi.Router) {
-			r.Use(lim.ip, h.requireUser, lim.user)
-			r.With(deadline(d.ReserveBudget)).Post("/activities/{activity_id}/skus/{sku_id}/reservations", h.reserve)
+			r.Use(timeout, lim.ip, h.requireUser, lim.user)
 			r.Post("/orders/{order_id}/payments", h.startPayment)
 			r.Post("/orders/{order_id}/cancel", h.cancelOrder)
 		})
 		// Authenticated by the provider's signature, not a bearer token.
-		r.With(lim.callback).Post("/payments/callback", h.paymentCallback)
+		r.With(timeout, lim.callback).Post("/payments/callback", h.paymentCallback)
 		r.Group(func(r chi.Router) {
-			r.Use(lim.admin, h.requireAdmin)
+			r.Use(timeout, lim.admin, h.requireAdmin)
 			r.Post("/admin/activities", h.setupSale)
 			r.Get("/admin/explain/{id}", h.explainPurchase)
 		})
@@ -384,16 +390,19 @@ func (h *handlers) setupSale(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// deadline gives every request a context deadline: a handler stuck on a
-// backend answers 503 by then instead of holding the connection.
-func deadline(d time.Duration) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx, cancel := context.WithTimeout(r.Context(), d)
-			defer cancel()
-			next.ServeHTTP(w, r.WithContext(ctx))
-		})
-	}
+// deadline is how long a route's handling may take: its budget, or the
+// handler timeout. A handler stuck on a backend answers 503 by then instead
+// of holding the connection. bound is its middleware; a type of its own lets
+// TestEveryRouteHasOneDeadline find it among a route's middlewares.
+type deadline time.Duration
+
+// bound runs the rest of the route with the request's context bounded by d.
+func (d deadline) bound(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Duration(d))
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // Server is the API's HTTP server with sane timeouts.
