@@ -32,9 +32,11 @@ const (
 // KillTargets lists everything the soak can kill.
 var KillTargets = []string{ProcAPI, ProcStarter, ProcSaga, ProcRest, KillTemporal, KillBroker, KillPostgres, KillRedis}
 
-// stackPids are the pid files of each stack component.
+// stackPids are the pid files of each stack component; Temporal's is the
+// real server's when the stack runs it (SECKILL_TEMPORAL=server, as make
+// test-temporal-server does), else the dev server's.
 var stackPids = map[string][]string{
-	KillTemporal: {"temporal"},
+	KillTemporal: {map[bool]string{true: "temporal-server", false: "temporal"}[os.Getenv("SECKILL_TEMPORAL") == "server"]},
 	KillBroker:   {"rocketmq-broker", "rocketmq-namesrv"},
 	KillPostgres: {"postgres"},
 	KillRedis:    {"redis"},
