@@ -65,6 +65,9 @@ type Authenticator struct {
 	now      func() time.Time
 	verified *verified
 	revoked  Revocations
+	// parser holds every check of a user token, built once (it is safe for
+	// concurrent use: parsing reads it only).
+	parser *jwt.Parser
 }
 
 // leeway is the clock skew User tolerates on exp and iat.
@@ -99,8 +102,18 @@ func New(o Options) (*Authenticator, error) {
 		fp := sha256.Sum256(c.token)
 		admins[i].name = c.name + ":" + hex.EncodeToString(fp[:4])
 	}
-	return &Authenticator{keys: o.Keys, current: o.Current, maxTTL: o.MaxTTL, admins: admins,
-		now: time.Now, verified: newVerified(), revoked: o.Revocations}, nil
+	a := &Authenticator{keys: o.Keys, current: o.Current, maxTTL: o.MaxTTL, admins: admins,
+		now: time.Now, verified: newVerified(), revoked: o.Revocations}
+	a.parser = jwt.NewParser(
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithIssuer(Issuer),
+		jwt.WithAudience(Audience),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithTimeFunc(func() time.Time { return a.now() }),
+		jwt.WithLeeway(leeway),
+		jwt.WithStrictDecoding())
+	return a, nil
 }
 
 // Mint returns a token for userID valid for ttl (at most the maximum lifetime).
@@ -148,15 +161,7 @@ func (a *Authenticator) User(token string) (int64, error) {
 // and expiry.
 func (a *Authenticator) verify(token string) (id int64, iat, exp time.Time, err error) {
 	var claims jwt.RegisteredClaims
-	_, err = jwt.ParseWithClaims(token, &claims, a.key,
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithIssuer(Issuer),
-		jwt.WithAudience(Audience),
-		jwt.WithExpirationRequired(),
-		jwt.WithIssuedAt(),
-		jwt.WithTimeFunc(a.now),
-		jwt.WithLeeway(leeway),
-		jwt.WithStrictDecoding())
+	_, err = a.parser.ParseWithClaims(token, &claims, a.key)
 	if err != nil {
 		return 0, time.Time{}, time.Time{}, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
 	}
