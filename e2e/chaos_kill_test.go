@@ -222,17 +222,7 @@ func (sk *soak) tally(rows map[string]*PointResult) {
 		if comp == "" {
 			continue // never disturbed: load, not a run
 		}
-		row := rows[comp]
-		row.Sales++
-		if s.Err != nil {
-			row.Errors = append(row.Errors, fmt.Sprintf("sale %d: %v", s.ActivityID, s.Err))
-		}
-		for _, v := range s.Violations {
-			row.Violations = append(row.Violations, fmt.Sprintf("sale %d: %s", s.ActivityID, v))
-		}
-		if _, conv := s.times(); !conv.IsZero() {
-			row.Converge = append(row.Converge, s.ConvergeTime())
-		}
+		rows[comp].count(s)
 	}
 }
 

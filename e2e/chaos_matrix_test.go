@@ -192,20 +192,25 @@ func (t *tracker) disturb(at time.Time) {
 }
 
 // finish waits for every sale and puts its outcome in its row.
+// count adds a sale that ran in this row's disturbance: its error, its
+// violations and its time to converge.
+func (row *PointResult) count(s *Sale) {
+	row.Sales++
+	if s.Err != nil {
+		row.Errors = append(row.Errors, fmt.Sprintf("sale %d: %v", s.ActivityID, s.Err))
+	}
+	for _, v := range s.Violations {
+		row.Violations = append(row.Violations, fmt.Sprintf("sale %d: %s", s.ActivityID, v))
+	}
+	if _, conv := s.times(); !conv.IsZero() {
+		row.Converge = append(row.Converge, s.ConvergeTime())
+	}
+}
+
 func (t *tracker) finish() {
 	t.wg.Wait()
 	for _, s := range t.sales {
-		row := t.rowOf[s]
-		row.Sales++
-		if s.Err != nil {
-			row.Errors = append(row.Errors, fmt.Sprintf("sale %d: %v", s.ActivityID, s.Err))
-		}
-		for _, v := range s.Violations {
-			row.Violations = append(row.Violations, fmt.Sprintf("sale %d: %s", s.ActivityID, v))
-		}
-		if _, conv := s.times(); !conv.IsZero() {
-			row.Converge = append(row.Converge, s.ConvergeTime())
-		}
+		t.rowOf[s].count(s)
 	}
 	for _, row := range t.rowOf {
 		row.P50, row.P99 = percentile(row.Converge, 0.50), percentile(row.Converge, 0.99)
