@@ -16,13 +16,9 @@ func newBenchOrderCmd() *cobra.Command {
 		Long: `Creates a scratch database seckill_bench_<random> (migrated, dropped at the end) with one
 activity, and measures in one run:
 
-  (a) pgbench        pgbench -n -M prepared -c C -j 2 -T D with a custom script of the four
-                     statements of the baseline (inbox INSERT ON CONFLICT, conditional stock
-                     UPDATE, order INSERT ON CONFLICT, outbox INSERT) on one hot SKU
-  (a') replay        the same pgbench run with a script replaying CreateOrder's one statement
-                     (its call of seckill_create_order, a one-line script with fresh ids per
-                     transaction) on a SKU of its own (reference: the transaction without the
-                     Go client)
+  (a) pgbench        pgbench -n -M prepared -c C -j 2 -T D with tools/bench/order_baseline.sql,
+                     the four statements of the baseline (inbox INSERT ON CONFLICT, conditional
+                     stock UPDATE, order INSERT ON CONFLICT, outbox INSERT) on one hot SKU
   (b) CreateOrder    activities.Activities.CreateOrder called directly (no Temporal) by C
                      goroutines for D on distinct pre-built ORDER_CREATE_REQUESTED messages,
                      another hot SKU
