@@ -12,7 +12,9 @@
 -- claimed_at renewed, so a healer that read the old entry cannot delete it),
 -- or {-1, rid1, entry1, rid2, entry2, ...}: the cap is reached, with the
 -- entries held (nothing written).
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 or redis.call('HLEN', KEYS[1]) < tonumber(ARGV[4]) then
+-- Under the cap (the usual case) a claim is HLEN, HSET, PEXPIRE; HEXISTS only
+-- at the cap, where a renewal of a held entry still passes.
+if redis.call('HLEN', KEYS[1]) < tonumber(ARGV[4]) or redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
     redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ' ' .. ARGV[3])
     redis.call('PEXPIRE', KEYS[1], ARGV[5])
     return {1}

@@ -29,42 +29,40 @@ for i = 3, #KEYS do
     local rid, recheck = ARGV[2 * i - 2], ARGV[2 * i - 1]
     local key = KEYS[i]
     local code, state
-    if redis.call('EXISTS', key) == 0 then
+    -- One read: a reservation hash always has a status, so none means the hash is gone.
+    local cur = redis.call('HMGET', key, 'status', 'mq_state', 'send_attempts')
+    if not cur[1] then
         redis.call('ZREM', KEYS[1], rid)
         if redis.call('EXISTS', KEYS[2]) == 1 then
             redis.call('HINCRBY', KEYS[2], 'send_missing_total', 1)
         end
         code, state = -1, 'MISSING'
+    elseif cur[1] ~= 'RESERVED' then
+        redis.call('ZREM', KEYS[1], rid)
+        code, state = 3, 'SETTLED'
     else
-        local cur = redis.call('HMGET', key, 'status', 'mq_state')
-        if cur[1] ~= 'RESERVED' then
-            redis.call('ZREM', KEYS[1], rid)
-            code, state = 3, 'SETTLED'
+        -- One write per reservation: the attempt count rides with the outcome.
+        local attempts = (tonumber(cur[3]) or 0) + 1
+        code = 1
+        if outcome == 'PUBLISHED' then
+            redis.call('HSET', key, 'mq_state', 'PUBLISHED', 'last_error', '', 'send_attempts', attempts)
+            redis.call('ZADD', KEYS[1], 'XX', recheck, rid)
+            state = 'PUBLISHED'
+        elseif cur[2] == 'PUBLISHED' then
+            -- A late failure (another sender's batch, a timed-out retry)
+            -- never re-queues a message the broker already accepted.
+            redis.call('HSET', key, 'last_error', err_text, 'send_attempts', attempts)
+            state = 'PUBLISHED'
         else
-            redis.call('HINCRBY', key, 'send_attempts', 1)
-            code = 1
-            if outcome == 'PUBLISHED' then
-                redis.call('HSET', key, 'mq_state', 'PUBLISHED', 'last_error', '')
-                redis.call('ZADD', KEYS[1], 'XX', recheck, rid)
-                state = 'PUBLISHED'
-            else
-                redis.call('HSET', key, 'last_error', err_text)
-                if cur[2] == 'PUBLISHED' then
-                    -- A late failure (another sender's batch, a timed-out retry)
-                    -- never re-queues a message the broker already accepted.
-                    state = 'PUBLISHED'
-                else
-                    -- UNKNOWN is not failure (docs/spec.md#unknown-is-not-failure) and stays UNKNOWN:
-                    -- the message may be on the broker; re-sending it with the
-                    -- same message_id is harmless.
-                    state = 'PENDING'
-                    if outcome == 'UNKNOWN' or cur[2] == 'UNKNOWN' then
-                        state = 'UNKNOWN'
-                    end
-                    redis.call('HSET', key, 'mq_state', state)
-                    redis.call('ZADD', KEYS[1], 'XX', next_due, rid)
-                end
+            -- UNKNOWN is not failure (docs/spec.md#unknown-is-not-failure) and stays UNKNOWN:
+            -- the message may be on the broker; re-sending it with the
+            -- same message_id is harmless.
+            state = 'PENDING'
+            if outcome == 'UNKNOWN' or cur[2] == 'UNKNOWN' then
+                state = 'UNKNOWN'
             end
+            redis.call('HSET', key, 'mq_state', state, 'last_error', err_text, 'send_attempts', attempts)
+            redis.call('ZADD', KEYS[1], 'XX', next_due, rid)
         end
     end
     out[#out + 1] = code
