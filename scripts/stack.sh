@@ -28,7 +28,8 @@
 # SECKILL_TEMPORAL=dev (default) or server picks the Temporal of `up`;
 # SECKILL_TEMPORAL_PORT / SECKILL_TEMPORAL_UI_PORT move it (default 7233 / 8233).
 # SECKILL_TEMPORAL_DEV_CONFIG="KEY=VALUE ..." adds dynamic config values to the
-# dev server's (read at its start; docs/benchmarks.md has the ones tried).
+# dev server's (read at its start; docs/benchmarks.md has the ones tried);
+# SECKILL_TEMPORAL_GOGC (default 400) is the dev server's GOGC.
 # Every default port lies below Linux's ephemeral range (32768-60999): a
 # process the chaos tests kill comes back on a port no client socket holds.
 # Data, pids and logs live in .stack/ (ignored by git). `down` stops exactly
@@ -241,7 +242,9 @@ temporal_up() {
   for sa in "${TEMPORAL_SEARCH_ATTRIBUTES[@]}"; do args+=(--search-attribute "$sa"); done
   for dc in ${SECKILL_TEMPORAL_DEV_CONFIG:-}; do args+=(--dynamic-config-value "$dc"); done
   log "temporal: starting dev server on 127.0.0.1:$TEMPORAL_PORT (UI :$TEMPORAL_UI_PORT)"
-  start_bg temporal "$TEMPORAL_BIN" "${args[@]}"
+  # GOGC 400: the dev server spends about a tenth less CPU per saga for about
+  # 0.5 GB more memory (docs/benchmarks.md#settings-tried-on-the-server-and-the-worker).
+  GOGC=${SECKILL_TEMPORAL_GOGC:-400} start_bg temporal "$TEMPORAL_BIN" "${args[@]}"
   wait_until temporal 120 temporal_healthy
 }
 
