@@ -41,8 +41,9 @@ func configVars() (known map[string]bool, secrets []string) {
 			}
 		}
 	}
-	// The PostgreSQL driver reads the libpq variables too (pgconn.ParseConfig).
-	known["PGSSLMODE"] = true
+	// The PostgreSQL driver reads the libpq variables too (pgconn.ParseConfig),
+	// and the Go runtime its GC settings.
+	known["PGSSLMODE"], known["GOGC"], known["GOMEMLIMIT"] = true, true, true
 	return known, secrets
 }
 

@@ -46,7 +46,7 @@ func TestChartRefusesToRenderWithout(t *testing.T) {
 		}, "secrets.migrateDsnSecretRef.name is required with secrets.existingSecret"},
 		{"secret in config", func(v map[string]any) { sub(v, "config")["SECKILL_ADMIN_TOKEN"] = "x" }, "config.SECKILL_ADMIN_TOKEN is a secret: set it under secrets"},
 		{"env in config", func(v map[string]any) { sub(v, "config")["SECKILL_ENV"] = "development" }, "config.SECKILL_ENV is set by the chart"},
-		{"not a SECKILL_ variable", func(v map[string]any) { sub(v, "config")["PG_DSN"] = "x" }, "config.PG_DSN is not a SECKILL_ variable"},
+		{"not a SECKILL_ variable", func(v map[string]any) { sub(v, "config")["PG_DSN"] = "x" }, "config.PG_DSN is not a SECKILL_ variable (nor GOGC, GOMEMLIMIT)"},
 		{"unknown part", func(v map[string]any) {
 			v["workers"] = map[string]any{"saga": map[string]any{"parts": []any{"saga", "sagas"}}}
 		}, `workers.saga.parts: unknown part "sagas"`},

@@ -91,11 +91,13 @@ in two. configmap.yaml includes it, so no render gets past it.
 {{- include "seckill.validateEnv" (dict "where" "gateway.env" "env" ($v.gateway.env | default dict) "secretKeys" $secretKeys "chartKeys" $chartKeys) -}}
 {{- end -}}
 
-{{/* seckill.validateEnv: every key a SECKILL_ variable, no secret, none the chart sets. */}}
+{{/* seckill.validateEnv: every key a SECKILL_ variable or one of the Go runtime's GC
+settings (GOGC, GOMEMLIMIT: docs/operations.md#go-runtime-settings), no secret, none the
+chart sets. */}}
 {{- define "seckill.validateEnv" -}}
 {{- range $k, $_ := .env -}}
-{{- if not (hasPrefix "SECKILL_" $k) -}}
-{{- fail (printf "seckill: %s.%s is not a SECKILL_ variable" $.where $k) -}}
+{{- if not (or (hasPrefix "SECKILL_" $k) (has $k (list "GOGC" "GOMEMLIMIT"))) -}}
+{{- fail (printf "seckill: %s.%s is not a SECKILL_ variable (nor GOGC, GOMEMLIMIT)" $.where $k) -}}
 {{- end -}}
 {{- if or (has $k $.secretKeys) (eq $k "SECKILL_PG_DSN") -}}
 {{- fail (printf "seckill: %s.%s is a secret: set it under secrets" $.where $k) -}}
