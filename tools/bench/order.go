@@ -92,7 +92,8 @@ type orderEnv struct {
 var (
 	orderPGPath     = map[string]bool{"postgres": true, "pgbench": true}
 	orderBrokerPath = map[string]bool{"rocketmq-broker": true, "rocketmq-namesrv": true}
-	orderSagaPath   = map[string]bool{"postgres": true, "temporal": true, "redis-server": true}
+	// The dev server's process is "temporal", the real server's "temporal-server".
+	orderSagaPath = map[string]bool{"postgres": true, "temporal": true, "temporal-server": true, "redis-server": true}
 )
 
 // Validate checks the options' bounds.
